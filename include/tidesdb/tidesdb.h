@@ -1,0 +1,280 @@
+/*
+ * TidesDB: an embeddable, durable, ordered key-value store (LSM tree).
+ *
+ * This is the whole public API. It is self-contained: it includes only
+ * standard headers, and every handle is opaque.
+ *
+ * Conventions
+ *  - Every function that can fail returns an int: TDB_OK (0) or a negative
+ *    TDB_ERR_* code. tdb_strerror() names a code; tdb_last_error() gives a
+ *    human-readable detail of the last error raised on the calling thread
+ *    (file names, offsets), valid until the next failing call on that thread.
+ *  - Keys and values are byte strings (not NUL-terminated). Keys must be
+ *    1..TDB_MAX_KEY_SIZE bytes; values 0..TDB_MAX_VALUE_SIZE bytes.
+ *  - Memory returned to the caller (tdb_get values, tdb_list_cfs names) is
+ *    released with tdb_free().
+ *  - All handles are thread-safe except tdb_iter_t and tdb_batch_t, which
+ *    belong to one thread at a time.
+ */
+#ifndef TIDESDB_H
+#define TIDESDB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TIDESDB_VERSION_MAJOR 0
+#define TIDESDB_VERSION_MINOR 1
+#define TIDESDB_VERSION_PATCH 0
+
+#define TDB_MAX_KEY_SIZE   (64u * 1024u)          /* 64 KiB */
+#define TDB_MAX_VALUE_SIZE (256u * 1024u * 1024u) /* 256 MiB */
+#define TDB_MAX_CF_NAME    255                    /* bytes, without NUL */
+#define TDB_MAX_LEVELS     8                      /* on-disk levels 1..7 */
+
+/* ---------------------------------------------------------------------- */
+/* Error codes: what a caller can act on.                                  */
+/* ---------------------------------------------------------------------- */
+enum {
+    TDB_OK               = 0,
+    TDB_ERR_NOT_FOUND    = -1,  /* key, column family or file absent       */
+    TDB_ERR_IO           = -2,  /* the OS reported an I/O error            */
+    TDB_ERR_CORRUPTION   = -3,  /* a checksum or format check failed       */
+    TDB_ERR_BUSY         = -4,  /* back-pressure: retry later              */
+    TDB_ERR_CONFLICT     = -5,  /* transaction conflict: retry the txn     */
+    TDB_ERR_INVALID_ARG  = -6,  /* bad argument or misuse of the API       */
+    TDB_ERR_LOCKED       = -7,  /* database is open in another process     */
+    TDB_ERR_NOMEM        = -8,  /* out of memory                           */
+    TDB_ERR_EXISTS       = -9,  /* already exists (column family, db)      */
+    TDB_ERR_CLOSED       = -10, /* handle used after close/drop            */
+    TDB_ERR_READ_ONLY    = -11, /* db in sticky error state after a failed */
+                                /* sync; reads work, writes are refused    */
+    TDB_ERR_NO_SPACE     = -12, /* disk full: writes refused until space   */
+    TDB_ERR_DEADLOCK     = -13, /* lock wait would deadlock (txn victim)   */
+    TDB_ERR_TIMEOUT      = -14, /* lock or stall wait timed out            */
+    TDB_ERR_TOO_LARGE    = -15, /* key, value or transaction too large     */
+    TDB_ERR_NOT_SUPPORTED= -16, /* option or operation not available       */
+    TDB_ERR_ABORTED      = -17, /* wait cancelled by the caller            */
+};
+
+/* Static name of an error code ("not found", "corruption", ...). */
+const char *tdb_strerror(int code);
+/* Detail of the last error raised on this thread ("" if none). */
+const char *tdb_last_error(void);
+
+/* ---------------------------------------------------------------------- */
+/* Configuration                                                           */
+/* ---------------------------------------------------------------------- */
+typedef enum {
+    TDB_SYNC_NONE     = 0, /* WAL left in OS buffers: a crash may lose a
+                              suffix of acknowledged writes (never a hole) */
+    TDB_SYNC_INTERVAL = 1, /* a background thread fsyncs the WAL every
+                              sync_interval_us: loses at most that window */
+    TDB_SYNC_FULL     = 2, /* fsync before a write returns: nothing
+                              acknowledged is lost                        */
+} tdb_sync_mode_t;
+
+typedef enum {
+    TDB_COMPRESS_NONE   = 0,
+    TDB_COMPRESS_SNAPPY = 1,
+    TDB_COMPRESS_LZ4    = 2,
+    TDB_COMPRESS_ZSTD   = 3,
+} tdb_compression_t;
+
+typedef enum {
+    TDB_LOG_DEBUG = 0,
+    TDB_LOG_INFO  = 1,
+    TDB_LOG_WARN  = 2,
+    TDB_LOG_ERROR = 3,
+    TDB_LOG_FATAL = 4,
+    TDB_LOG_NONE  = 99,
+} tdb_log_level_t;
+
+/* Per-column-family settings. tdb_cf_config_default() fills the defaults
+ * written after each field. */
+typedef struct tdb_cf_config {
+    size_t   write_buffer_size;        /* memtable bytes before flush: 64 MiB */
+    int      compression;              /* tdb_compression_t: TDB_COMPRESS_LZ4 */
+    double   bloom_fpr;                /* bloom false-positive rate: 0.01;
+                                          0 disables the filter */
+    int      sync_mode;                /* tdb_sync_mode_t: TDB_SYNC_FULL */
+    uint64_t sync_interval_us;         /* for TDB_SYNC_INTERVAL: 128000 */
+    uint32_t block_size;               /* data block target bytes: 4096 */
+    uint32_t value_threshold;          /* values >= this many bytes are stored
+                                          apart from key blocks: 512 */
+    int      l0_queue_stall_threshold; /* immutable memtables queued before
+                                          writers wait: 10 */
+    int      l1_file_count_trigger;    /* level-1 files that start a
+                                          compaction: 4 */
+    int      level_size_ratio;         /* size ratio between levels: 10 */
+    double   tombstone_density_trigger;/* tombstone share of a file that
+                                          compacts it early: 0.5 */
+    uint64_t tombstone_density_min_entries; /* ...if it has at least this
+                                          many entries: 2048 */
+} tdb_cf_config_t;
+
+/* Database settings. tdb_config_default() fills the defaults. */
+typedef struct tdb_config {
+    int      create_if_missing;        /* 1 */
+    int      error_if_exists;          /* 0 */
+    size_t   block_cache_size;         /* bytes: 64 MiB (0 = no cache) */
+    int      max_open_sstables;        /* open-table cache bound: 512 */
+    int      flush_threads;            /* 2 */
+    int      compaction_threads;       /* 2 */
+    int      log_level;                /* tdb_log_level_t: TDB_LOG_INFO;
+                                          messages go to <dir>/LOG */
+    size_t   max_memory_usage;         /* bytes; 0 = half of physical RAM */
+    int      unified_memtable;         /* 0: one memtable per column family */
+    size_t   unified_memtable_write_buffer_size; /* 64 MiB */
+    int      unified_memtable_sync_mode;         /* TDB_SYNC_FULL */
+    tdb_cf_config_t default_cf;        /* settings of the "default" family */
+} tdb_config_t;
+
+void tdb_config_default(tdb_config_t *cfg);
+void tdb_cf_config_default(tdb_cf_config_t *cfg);
+
+/* ---------------------------------------------------------------------- */
+/* Database and column families                                            */
+/* ---------------------------------------------------------------------- */
+typedef struct tdb tdb_t;
+typedef struct tdb_cf tdb_cf_t;
+typedef struct tdb_batch tdb_batch_t;
+typedef struct tdb_iter tdb_iter_t;
+typedef struct tdb_snapshot tdb_snapshot_t;
+
+/* Open (creating if allowed) the database in directory `path`. cfg may be
+ * NULL for defaults. Only one process may hold a database open:
+ * TDB_ERR_LOCKED otherwise. Replays the write-ahead log after a crash. */
+int tdb_open(const char *path, const tdb_config_t *cfg, tdb_t **out);
+
+/* Flush nothing, wait for background work to stop, release every
+ * resource. Handles derived from db (cf, iterators, snapshots) must not be
+ * used afterwards. Data already acknowledged stays durable per its mode;
+ * unflushed memtables are recovered from the WAL on the next open. */
+int tdb_close(tdb_t *db);
+
+/* The "default" column family always exists and cannot be dropped. */
+#define TDB_DEFAULT_CF "default"
+
+/* Create a column family (cfg NULL = defaults). TDB_ERR_EXISTS if present. */
+int tdb_create_cf(tdb_t *db, const char *name, const tdb_cf_config_t *cfg,
+                  tdb_cf_t **out);
+/* Drop a column family and delete its data. Its handle becomes invalid
+ * (TDB_ERR_CLOSED on use) once the last iterator on it is destroyed. */
+int tdb_drop_cf(tdb_t *db, const char *name);
+/* Look up a column family handle by name: TDB_ERR_NOT_FOUND if absent. */
+int tdb_get_cf(tdb_t *db, const char *name, tdb_cf_t **out);
+/* Names of all column families; free each name and the array with
+ * tdb_free(). */
+int tdb_list_cfs(tdb_t *db, char ***names, size_t *count);
+/* Name and settings of a column family. */
+const char *tdb_cf_name(const tdb_cf_t *cf);
+int tdb_cf_get_config(const tdb_cf_t *cf, tdb_cf_config_t *out);
+
+void tdb_free(void *ptr);
+
+/* ---------------------------------------------------------------------- */
+/* Writes                                                                  */
+/* ---------------------------------------------------------------------- */
+/* A batch is applied atomically, across column families, in order: later
+ * operations on the same key win. */
+int  tdb_batch_create(tdb_batch_t **out);
+void tdb_batch_destroy(tdb_batch_t *b);
+void tdb_batch_clear(tdb_batch_t *b);
+/* ttl_seconds > 0: the key reads as absent once that many seconds pass. */
+int  tdb_batch_put(tdb_batch_t *b, tdb_cf_t *cf, const void *key, size_t klen,
+                   const void *val, size_t vlen, int64_t ttl_seconds);
+int  tdb_batch_delete(tdb_batch_t *b, tdb_cf_t *cf, const void *key,
+                      size_t klen);
+size_t tdb_batch_count(const tdb_batch_t *b);
+
+/* Apply a batch. Durable when it returns per the strictest sync mode among
+ * the batch's column families. */
+int tdb_write(tdb_t *db, tdb_batch_t *b);
+int tdb_put(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen,
+            const void *val, size_t vlen, int64_t ttl_seconds);
+int tdb_delete(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen);
+
+/* ---------------------------------------------------------------------- */
+/* Reads                                                                   */
+/* ---------------------------------------------------------------------- */
+/* A snapshot pins a point in time: reads through it never see later
+ * writes, and the data it can see is kept until it is released. */
+tdb_snapshot_t *tdb_snapshot_create(tdb_t *db);
+void tdb_snapshot_release(tdb_t *db, tdb_snapshot_t *snap);
+uint64_t tdb_snapshot_sequence(const tdb_snapshot_t *snap);
+
+/* Point lookup (snap NULL = latest). On TDB_OK *val is a malloc'd copy
+ * (release with tdb_free) of *vlen bytes; TDB_ERR_NOT_FOUND if absent,
+ * deleted or expired. */
+int tdb_get(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap,
+            const void *key, size_t klen, void **val, size_t *vlen);
+
+/* Iterators read a consistent point-in-time view of one column family
+ * (snap NULL = the moment of creation). */
+int  tdb_iter_create(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap,
+                     tdb_iter_t **out);
+void tdb_iter_destroy(tdb_iter_t *it);
+void tdb_iter_seek_to_first(tdb_iter_t *it);
+void tdb_iter_seek_to_last(tdb_iter_t *it);
+/* First key >= key. */
+void tdb_iter_seek(tdb_iter_t *it, const void *key, size_t klen);
+/* Last key <= key. */
+void tdb_iter_seek_for_prev(tdb_iter_t *it, const void *key, size_t klen);
+void tdb_iter_next(tdb_iter_t *it);
+void tdb_iter_prev(tdb_iter_t *it);
+int  tdb_iter_valid(const tdb_iter_t *it);
+/* Valid until the iterator moves or is destroyed. */
+const void *tdb_iter_key(const tdb_iter_t *it, size_t *klen);
+const void *tdb_iter_value(const tdb_iter_t *it, size_t *vlen);
+/* TDB_OK, or the error that made the iterator invalid (e.g. corruption). */
+int  tdb_iter_status(const tdb_iter_t *it);
+
+/* ---------------------------------------------------------------------- */
+/* Maintenance and statistics                                              */
+/* ---------------------------------------------------------------------- */
+/* Flush the memtables of cf (NULL = all families) to disk and wait. */
+int tdb_flush(tdb_t *db, tdb_cf_t *cf);
+/* Compact cf (NULL = all) fully down its levels and wait. */
+int tdb_compact(tdb_t *db, tdb_cf_t *cf);
+/* Wait until no flush or compaction is queued or running. */
+int tdb_wait_idle(tdb_t *db);
+
+typedef struct tdb_level_stats {
+    uint64_t files;
+    uint64_t bytes;
+} tdb_level_stats_t;
+
+typedef struct tdb_stats {
+    /* Shape of the tree (one family, or summed over all for cf == NULL).
+     * levels[0] is unused: level 1 holds freshly flushed files. */
+    tdb_level_stats_t levels[TDB_MAX_LEVELS];
+    uint64_t memtable_bytes;        /* active + immutable memtables */
+    uint64_t immutable_memtables;   /* queued for flush */
+    uint64_t num_entries_estimate;  /* entries in memtables and files */
+    /* Database-wide counters since open. */
+    uint64_t block_cache_hits;
+    uint64_t block_cache_misses;
+    uint64_t block_cache_bytes;     /* bytes held by the block cache */
+    uint64_t user_bytes_written;    /* key+value bytes accepted by writes */
+    uint64_t wal_bytes_written;
+    uint64_t flush_bytes_written;
+    uint64_t compaction_bytes_read;
+    uint64_t compaction_bytes_written;
+    uint64_t flushes;
+    uint64_t compactions;
+    uint64_t stall_micros;          /* time writers spent throttled */
+    uint64_t last_sequence;
+} tdb_stats_t;
+
+/* cf NULL = whole database. Write amplification is
+ * (wal + flush + compaction bytes written) / user bytes written. */
+int tdb_get_stats(tdb_t *db, tdb_cf_t *cf, tdb_stats_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TIDESDB_H */

@@ -1,0 +1,145 @@
+/* db/batch: atomic write batches; the encoding is the WAL record payload. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/db_impl.h"
+
+struct tdb_batch {
+    buf_t rep;
+    tdb_cf_t **cfs; /* distinct families referenced */
+    int ncfs, capcfs;
+    uint64_t user_bytes;
+};
+
+/* Reset the representation to an empty header. */
+static int batch_reset(tdb_batch_t *b) {
+    buf_clear(&b->rep);
+    b->ncfs = 0;
+    b->user_bytes = 0;
+    char hdr[BATCH_HEADER] = {0};
+    return buf_append(&b->rep, hdr, sizeof hdr);
+}
+
+int tdb_batch_create(tdb_batch_t **out) {
+    if (!out) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_batch_create: out is NULL");
+    tdb_batch_t *b = (tdb_batch_t *)calloc(1, sizeof *b);
+    if (!b) return tdb_err(TDB_ERR_NOMEM, "batch");
+    if (batch_reset(b) != TDB_OK) {
+        free(b);
+        return TDB_ERR_NOMEM;
+    }
+    *out = b;
+    return TDB_OK;
+}
+
+void tdb_batch_destroy(tdb_batch_t *b) {
+    if (!b) return;
+    buf_free(&b->rep);
+    free(b->cfs);
+    free(b);
+}
+
+void tdb_batch_clear(tdb_batch_t *b) {
+    if (b) batch_reset(b);
+}
+
+size_t tdb_batch_count(const tdb_batch_t *b) { return b ? dec_fixed32(b->rep.data + 8) : 0; }
+
+/* Remember a family the batch touches. */
+static int batch_note_cf(tdb_batch_t *b, tdb_cf_t *cf) {
+    for (int i = 0; i < b->ncfs; i++)
+        if (b->cfs[i] == cf) return TDB_OK;
+    if (b->ncfs == b->capcfs) {
+        int nc = b->capcfs ? b->capcfs * 2 : 4;
+        tdb_cf_t **p = (tdb_cf_t **)realloc(b->cfs, (size_t)nc * sizeof *p);
+        if (!p) return tdb_err(TDB_ERR_NOMEM, "batch");
+        b->cfs = p;
+        b->capcfs = nc;
+    }
+    b->cfs[b->ncfs++] = cf;
+    return TDB_OK;
+}
+
+/* Validate and append one entry. */
+static int batch_add(tdb_batch_t *b, unsigned type, tdb_cf_t *cf, const void *key, size_t klen,
+                     const void *val, size_t vlen, int64_t ttl) {
+    if (!b || !cf) return tdb_err(TDB_ERR_INVALID_ARG, "batch or column family is NULL");
+    if (!key || klen == 0) return tdb_err(TDB_ERR_INVALID_ARG, "empty key");
+    if (klen > TDB_MAX_KEY_SIZE) return tdb_err(TDB_ERR_TOO_LARGE, "key of %zu bytes exceeds %u", klen, TDB_MAX_KEY_SIZE);
+    if (vlen > TDB_MAX_VALUE_SIZE)
+        return tdb_err(TDB_ERR_TOO_LARGE, "value of %zu bytes exceeds %u", vlen, TDB_MAX_VALUE_SIZE);
+    if (vlen && !val) return tdb_err(TDB_ERR_INVALID_ARG, "value is NULL with length %zu", vlen);
+    if (ttl < 0) return tdb_err(TDB_ERR_INVALID_ARG, "negative ttl");
+    if (atomic_load(&cf->dropped)) return tdb_err(TDB_ERR_CLOSED, "column family '%s' was dropped", cf->name);
+    if (b->rep.size + klen + vlen > ((size_t)1 << 30))
+        return tdb_err(TDB_ERR_TOO_LARGE, "batch exceeds 1 GiB");
+    int rc = TDB_OK;
+    size_t mark = b->rep.size;
+    if (ttl > 0 && type == KT_PUT) type = KT_PUT_TTL;
+    char t = (char)type;
+    TRY(batch_note_cf(b, cf));
+    TRY(buf_append(&b->rep, &t, 1));
+    TRY(put_varint32(&b->rep, cf->id));
+    TRY(put_lenprefixed(&b->rep, slice_make(key, klen)));
+    if (type == KT_PUT) {
+        TRY(put_lenprefixed(&b->rep, slice_make(val, vlen)));
+    } else if (type == KT_PUT_TTL) {
+        TRY(put_varint32(&b->rep, (uint32_t)(vlen + 8)));
+        TRY(put_fixed64(&b->rep, (uint64_t)(db_now_unix() + ttl)));
+        TRY(buf_append(&b->rep, val, vlen));
+    }
+    enc_fixed32(b->rep.data + 8, dec_fixed32(b->rep.data + 8) + 1);
+    b->user_bytes += klen + vlen;
+    return TDB_OK;
+err:
+    b->rep.size = mark;
+    return rc;
+}
+
+int tdb_batch_put(tdb_batch_t *b, tdb_cf_t *cf, const void *key, size_t klen, const void *val, size_t vlen,
+                  int64_t ttl_seconds) {
+    return batch_add(b, KT_PUT, cf, key, klen, val, vlen, ttl_seconds);
+}
+
+int tdb_batch_delete(tdb_batch_t *b, tdb_cf_t *cf, const void *key, size_t klen) {
+    return batch_add(b, KT_DELETE, cf, key, klen, NULL, 0, 0);
+}
+
+slice_t batch_rep(tdb_batch_t *b) { return buf_slice(&b->rep); }
+void batch_set_seq(tdb_batch_t *b, uint64_t seq) { enc_fixed64(b->rep.data, seq); }
+uint32_t batch_count_raw(slice_t rep) { return rep.size >= BATCH_HEADER ? dec_fixed32(rep.data + 8) : 0; }
+uint64_t batch_user_bytes(const tdb_batch_t *b) { return b->user_bytes; }
+
+int batch_cfs(const tdb_batch_t *b, tdb_cf_t ***cfs) {
+    *cfs = b->cfs;
+    return b->ncfs;
+}
+
+/* Decode every entry of a batch payload (bytes may come from disk). */
+int batch_iterate(slice_t rep, batch_visit_fn fn, void *ctx) {
+    if (rep.size < BATCH_HEADER) return tdb_err(TDB_ERR_CORRUPTION, "batch shorter than its header");
+    uint64_t seq = dec_fixed64(rep.data);
+    uint32_t count = dec_fixed32(rep.data + 8);
+    const char *p = rep.data + BATCH_HEADER, *limit = rep.data + rep.size;
+    for (uint32_t i = 0; i < count; i++) {
+        batch_entry_t e;
+        if (p >= limit) return tdb_err(TDB_ERR_CORRUPTION, "batch: %u entries declared, %u present", count, i);
+        e.type = (unsigned char)*p++;
+        if (!(p = dec_varint32(p, limit, &e.cf_id)) || !(p = dec_lenprefixed(p, limit, &e.key)))
+            return tdb_err(TDB_ERR_CORRUPTION, "batch: malformed entry %u", i);
+        e.value = slice_make(NULL, 0);
+        if (e.type == KT_PUT || e.type == KT_PUT_TTL) {
+            if (!(p = dec_lenprefixed(p, limit, &e.value)))
+                return tdb_err(TDB_ERR_CORRUPTION, "batch: malformed value in entry %u", i);
+            if (e.type == KT_PUT_TTL && e.value.size < 8)
+                return tdb_err(TDB_ERR_CORRUPTION, "batch: TTL value too short in entry %u", i);
+        } else if (e.type != KT_DELETE && e.type != KT_SINGLE_DELETE) {
+            return tdb_err(TDB_ERR_CORRUPTION, "batch: unknown entry type %u", e.type);
+        }
+        if (e.key.size == 0) return tdb_err(TDB_ERR_CORRUPTION, "batch: empty key in entry %u", i);
+        int rc = fn(ctx, seq + i, &e);
+        if (rc != TDB_OK) return rc;
+    }
+    if (p != limit) return tdb_err(TDB_ERR_CORRUPTION, "batch: %zu trailing bytes", (size_t)(limit - p));
+    return TDB_OK;
+}

@@ -1,0 +1,444 @@
+/*
+ * db/bg: background work. flush_threads workers write immutable memtables
+ * to level 1 (per family oldest first, one at a time); compaction_threads
+ * workers run the compaction the policy picks (one per family at a time).
+ * Both install results through the manifest (see db_impl.h, invariant 6).
+ * A failure is sticky: bg_error is set and writes are refused.
+ */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/db_impl.h"
+
+/* Next file number (takes mu). */
+uint64_t db_new_file_number(void *ctx) {
+    tdb_t *db = (tdb_t *)ctx;
+    pthread_mutex_lock(&db->mu);
+    uint64_t n = db->next_file_number++;
+    pthread_mutex_unlock(&db->mu);
+    return n;
+}
+
+/* A table left every version: drop it from the caches and delete it. */
+void db_file_obsolete(void *ctx, uint64_t number) {
+    tdb_t *db = (tdb_t *)ctx;
+    if (atomic_load(&db->keep_files)) return;
+    char path[4096];
+    table_cache_evict(db->table_cache, number);
+    sst_file_name(path, sizeof path, db->path, number);
+    db->env->remove(db->env, path);
+}
+
+/* Copy the live snapshot list (mu held). */
+int db_snapshot_list(tdb_t *db, uint64_t **out, int *n) {
+    *out = NULL;
+    *n = db->nsnap;
+    if (!db->nsnap) return TDB_OK;
+    *out = (uint64_t *)malloc((size_t)db->nsnap * sizeof **out);
+    if (!*out) return tdb_err(TDB_ERR_NOMEM, "snapshot list");
+    memcpy(*out, db->snapshots, (size_t)db->nsnap * sizeof **out);
+    return TDB_OK;
+}
+
+/* Parse "<digits>.<ext>" into a number; 1 on success. */
+static int parse_file(const char *name, const char *ext, uint64_t *num) {
+    char *end;
+    if (name[0] < '0' || name[0] > '9') return 0;
+    unsigned long long v = strtoull(name, &end, 10);
+    if (*end != '.' || strcmp(end + 1, ext) != 0) return 0;
+    *num = v;
+    return 1;
+}
+
+/* Oldest WAL any family still needs (mu held). */
+static uint64_t min_needed_wal(tdb_t *db) {
+    uint64_t min = db->wal_number;
+    for (uint32_t i = 0; i < db->ncf_slots; i++) {
+        tdb_cf_t *cf = db->cfs[i];
+        if (!cf || atomic_load(&cf->dropped)) continue;
+        uint64_t need = db->wal_number;
+        if (cf->nimm > 0) need = cf->imm[0].log_number;
+        else if (cf->mem.mem && memtable_num_entries(cf->mem.mem) > 0) need = cf->mem.log_number;
+        if (need < min) min = need;
+    }
+    return min;
+}
+
+void db_delete_obsolete_wals(tdb_t *db) {
+    uint64_t min = min_needed_wal(db);
+    char **names = NULL;
+    size_t n = 0;
+    if (db->env->list_dir(db->env, db->path, &names, &n) != TDB_OK) return;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t num;
+        if (parse_file(names[i], "log", &num) && num < min) {
+            char path[4096];
+            db_wal_name(path, sizeof path, db->path, num);
+            db->env->remove(db->env, path);
+        }
+    }
+    env_free_list(names, n);
+}
+
+/* Delete the outputs of a job whose family was dropped meanwhile. */
+static void discard_outputs(tdb_t *db, version_edit_t *e) {
+    for (int i = 0; i < e->n_add; i++) {
+        char path[4096];
+        sst_file_name(path, sizeof path, db->path, e->add[i].f->number);
+        db->env->remove(db->env, path);
+    }
+}
+
+/* Common table-writer settings for a family. */
+static void writer_ctx(tdb_t *db, tdb_cf_t *cf, table_write_ctx_t *ctx, uint64_t target) {
+    memset(ctx, 0, sizeof *ctx);
+    ctx->env = db->env;
+    ctx->dbdir = db->path;
+    ctx->sst = db_sst_options(cf);
+    ctx->target_file_size = target;
+    ctx->new_file_number = db_new_file_number;
+    ctx->ctx = db;
+    ctx->now_unix = db_now_unix();
+}
+
+/* Write memtable m as level-1 tables (recovery; no snapshots exist). */
+int db_write_level1(tdb_t *db, tdb_cf_t *cf, memtable_t *m, version_edit_t *edit) {
+    table_write_ctx_t ctx;
+    writer_ctx(db, cf, &ctx, UINT64_MAX);
+    iter_t *it = memtable_iter(m);
+    if (!it) return tdb_err(TDB_ERR_NOMEM, "memtable iterator");
+    int rc = table_write_from_iter(it, &ctx, 1, edit);
+    iter_destroy(it);
+    atomic_fetch_add(&db->ctr.flush_bytes, ctx.bytes_written);
+    return rc;
+}
+
+/* Install edit on cf's current version and persist (manifest_mu and mu held). */
+static int install_edit(tdb_t *db, tdb_cf_t *cf, version_edit_t *edit) {
+    version_t *nv = NULL;
+    int rc = version_apply(cf->current, edit, &nv);
+    if (rc != TDB_OK) return rc;
+    version_t *old = cf->current;
+    cf->current = nv;
+    version_unref(old);
+    return TDB_OK;
+}
+
+/* Record a background failure (mu held). */
+static void set_bg_error(tdb_t *db, int rc, const char *what) {
+    db_log(db, TDB_LOG_ERROR, "%s failed: %s (%s)", what, tdb_strerror(rc), tdb_last_error());
+    if (db->bg_error == TDB_OK) db->bg_error = rc;
+}
+
+/* Flush cf's oldest immutable memtable (mu held on entry and exit;
+ * cf->flushing set by the caller). */
+static void flush_oldest(tdb_t *db, tdb_cf_t *cf) {
+    mem_slot_t slot = cf->imm[0];
+    memtable_ref(slot.mem);
+    uint64_t *snaps = NULL;
+    int nsnaps = 0, rc = db_snapshot_list(db, &snaps, &nsnaps);
+    pthread_mutex_unlock(&db->mu);
+
+    version_edit_t edit;
+    memset(&edit, 0, sizeof edit);
+    table_write_ctx_t ctx;
+    writer_ctx(db, cf, &ctx, UINT64_MAX);
+    ctx.snapshots = snaps;
+    ctx.nsnapshots = nsnaps;
+    if (rc == TDB_OK) {
+        iter_t *it = memtable_iter(slot.mem);
+        rc = it ? table_write_from_iter(it, &ctx, 1, &edit) : tdb_err(TDB_ERR_NOMEM, "memtable iterator");
+        iter_destroy(it);
+    }
+
+    pthread_mutex_lock(&db->manifest_mu);
+    pthread_mutex_lock(&db->mu);
+    if (atomic_load(&cf->dropped)) {
+        discard_outputs(db, &edit);
+    } else if (rc != TDB_OK) {
+        discard_outputs(db, &edit);
+        set_bg_error(db, rc, "flush");
+    } else if ((rc = install_edit(db, cf, &edit)) != TDB_OK) {
+        discard_outputs(db, &edit);
+        set_bg_error(db, rc, "flush install");
+    } else {
+        memtable_unref(cf->imm[0].mem);
+        memmove(cf->imm, cf->imm + 1, (size_t)(cf->nimm - 1) * sizeof *cf->imm);
+        cf->nimm--;
+        cf->log_number = cf->nimm ? cf->imm[0].log_number : cf->mem.log_number;
+        rc = db_write_manifest_locked(db);
+        if (cf_install_sv(cf) != TDB_OK) set_bg_error(db, TDB_ERR_NOMEM, "superversion");
+        if (rc == TDB_OK) db_delete_obsolete_wals(db);
+        atomic_fetch_add(&db->ctr.flush_bytes, ctx.bytes_written);
+        atomic_fetch_add(&db->ctr.flushes, 1);
+        db_log(db, TDB_LOG_DEBUG, "flushed memtable of '%s': %d table(s), %llu bytes", cf->name, edit.n_add,
+               (unsigned long long)ctx.bytes_written);
+    }
+    pthread_mutex_unlock(&db->manifest_mu);
+    version_edit_free(&edit);
+    memtable_unref(slot.mem);
+    free(snaps);
+    cf->flushing = false;
+    pthread_cond_broadcast(&db->done_cv);
+    pthread_cond_broadcast(&db->bg_cv);
+}
+
+/* Run compaction c of cf (mu held on entry and exit; cf->compacting set). */
+static int run_compaction(tdb_t *db, tdb_cf_t *cf, compaction_t *c) {
+    version_t *base = cf->current;
+    version_ref(base);
+    compaction_opts_t o = db_compaction_opts(cf);
+    uint64_t *snaps = NULL;
+    int nsnaps = 0, rc = db_snapshot_list(db, &snaps, &nsnaps);
+    pthread_mutex_unlock(&db->mu);
+
+    version_edit_t edit;
+    memset(&edit, 0, sizeof edit);
+    table_write_ctx_t ctx;
+    writer_ctx(db, cf, &ctx, o.target_file_size);
+    ctx.snapshots = snaps;
+    ctx.nsnapshots = nsnaps;
+    ctx.bottommost = c->bottommost;
+    if (rc == TDB_OK) rc = compaction_run(c, db->table_cache, &ctx, &edit);
+
+    pthread_mutex_lock(&db->manifest_mu);
+    pthread_mutex_lock(&db->mu);
+    if (atomic_load(&cf->dropped)) {
+        discard_outputs(db, &edit);
+    } else if (rc != TDB_OK) {
+        discard_outputs(db, &edit);
+        set_bg_error(db, rc, "compaction");
+    } else if ((rc = install_edit(db, cf, &edit)) != TDB_OK) {
+        discard_outputs(db, &edit);
+        set_bg_error(db, rc, "compaction install");
+    } else {
+        rc = db_write_manifest_locked(db);
+        if (cf_install_sv(cf) != TDB_OK) set_bg_error(db, TDB_ERR_NOMEM, "superversion");
+        atomic_fetch_add(&db->ctr.compact_read, ctx.bytes_read);
+        atomic_fetch_add(&db->ctr.compact_written, ctx.bytes_written);
+        atomic_fetch_add(&db->ctr.compactions, 1);
+        db_log(db, TDB_LOG_DEBUG, "compacted '%s' L%d->L%d: %d+%d -> %d file(s)", cf->name, c->level,
+               c->output_level, c->nin[0], c->nin[1], edit.n_add);
+    }
+    pthread_mutex_unlock(&db->manifest_mu);
+    compaction_release(c);
+    version_edit_free(&edit);
+    version_unref(base);
+    free(snaps);
+    cf->compacting = false;
+    pthread_cond_broadcast(&db->done_cv);
+    pthread_cond_broadcast(&db->bg_cv);
+    return rc;
+}
+
+/* Find a family with a memtable to flush and flush it (mu held). */
+static bool do_flush_work(tdb_t *db, uint32_t *rr) {
+    for (uint32_t k = 0; k < db->ncf_slots; k++) {
+        tdb_cf_t *cf = db->cfs[(*rr + k) % db->ncf_slots];
+        if (!cf || atomic_load(&cf->dropped) || cf->flushing || cf->nimm == 0) continue;
+        *rr = (*rr + k + 1) % db->ncf_slots;
+        cf->flushing = true;
+        db->bg_flush_running++;
+        flush_oldest(db, cf);
+        db->bg_flush_running--;
+        return true;
+    }
+    return false;
+}
+
+/* Find a family that needs compaction and compact it (mu held). */
+static bool do_compaction_work(tdb_t *db, uint32_t *rr) {
+    for (uint32_t k = 0; k < db->ncf_slots; k++) {
+        tdb_cf_t *cf = db->cfs[(*rr + k) % db->ncf_slots];
+        if (!cf || atomic_load(&cf->dropped) || cf->compacting) continue;
+        compaction_opts_t o = db_compaction_opts(cf);
+        compaction_t *c = compaction_pick(cf->current, &o);
+        if (!c) continue;
+        *rr = (*rr + k + 1) % db->ncf_slots;
+        cf->compacting = true;
+        db->bg_compact_running++;
+        run_compaction(db, cf, c);
+        db->bg_compact_running--;
+        return true;
+    }
+    return false;
+}
+
+typedef struct worker_arg {
+    tdb_t *db;
+    bool flusher;
+} worker_arg_t;
+
+/* Worker loop: take work of its kind until shutdown. */
+static void *worker_main(void *p) {
+    worker_arg_t a = *(worker_arg_t *)p;
+    free(p);
+    tdb_t *db = a.db;
+    uint32_t rr = 0;
+    pthread_mutex_lock(&db->mu);
+    while (!db->shutting_down) {
+        bool did = false;
+        if (db->bg_error == TDB_OK && db->ncf_slots)
+            did = a.flusher ? do_flush_work(db, &rr) : do_compaction_work(db, &rr);
+        if (!did && !db->shutting_down) pthread_cond_wait(&db->bg_cv, &db->mu);
+    }
+    pthread_mutex_unlock(&db->mu);
+    return NULL;
+}
+
+void db_maybe_schedule(tdb_t *db) { pthread_cond_broadcast(&db->bg_cv); }
+
+int db_start_background(tdb_t *db) {
+    int n = db->cfg.flush_threads + db->cfg.compaction_threads;
+    db->threads = (pthread_t *)calloc((size_t)n, sizeof *db->threads);
+    if (!db->threads) return tdb_err(TDB_ERR_NOMEM, "threads");
+    for (int i = 0; i < n; i++) {
+        worker_arg_t *a = (worker_arg_t *)malloc(sizeof *a);
+        if (!a) return tdb_err(TDB_ERR_NOMEM, "threads");
+        a->db = db;
+        a->flusher = i < db->cfg.flush_threads;
+        if (pthread_create(&db->threads[i], NULL, worker_main, a) != 0) {
+            free(a);
+            return tdb_err(TDB_ERR_IO, "cannot start background thread");
+        }
+        db->nthreads++;
+    }
+    if (pthread_create(&db->sync_thread, NULL, db_sync_thread, db) != 0)
+        return tdb_err(TDB_ERR_IO, "cannot start sync thread");
+    db->sync_thread_started = true;
+    return TDB_OK;
+}
+
+void db_stop_background(tdb_t *db) {
+    pthread_mutex_lock(&db->mu);
+    db->shutting_down = true;
+    pthread_cond_broadcast(&db->bg_cv);
+    pthread_cond_broadcast(&db->done_cv);
+    pthread_mutex_unlock(&db->mu);
+    for (int i = 0; i < db->nthreads; i++) pthread_join(db->threads[i], NULL);
+    db->nthreads = 0;
+    if (db->sync_thread_started) pthread_join(db->sync_thread, NULL);
+    db->sync_thread_started = false;
+}
+
+/* Is there queued or running background work, or a compaction to pick? (mu held) */
+static bool busy(tdb_t *db, tdb_cf_t *only) {
+    if (db->bg_flush_running || db->bg_compact_running) return true;
+    for (uint32_t i = 0; i < db->ncf_slots; i++) {
+        tdb_cf_t *cf = db->cfs[i];
+        if (!cf || atomic_load(&cf->dropped) || (only && cf != only)) continue;
+        if (cf->nimm || cf->flushing || cf->compacting) return true;
+        compaction_opts_t o = db_compaction_opts(cf);
+        compaction_t *c = compaction_pick(cf->current, &o);
+        if (c) {
+            compaction_release(c);
+            return true;
+        }
+    }
+    return false;
+}
+
+int tdb_wait_idle(tdb_t *db) {
+    if (!db) return tdb_err(TDB_ERR_INVALID_ARG, "database handle is NULL");
+    pthread_mutex_lock(&db->mu);
+    while (db->bg_error == TDB_OK && !db->shutting_down && busy(db, NULL)) {
+        db_maybe_schedule(db);
+        pthread_cond_wait(&db->done_cv, &db->mu);
+    }
+    int rc = db->bg_error;
+    pthread_mutex_unlock(&db->mu);
+    return rc == TDB_OK ? TDB_OK : tdb_err(TDB_ERR_READ_ONLY, "background error: %s", tdb_strerror(rc));
+}
+
+int tdb_flush(tdb_t *db, tdb_cf_t *only) {
+    int rc = TDB_OK;
+    if (!db) return tdb_err(TDB_ERR_INVALID_ARG, "database handle is NULL");
+    if (only && (rc = db_check_cf(db, only)) != TDB_OK) return rc;
+    writer_t ex;
+    pthread_mutex_lock(&db->mu);
+    db_enter_exclusive(db, &ex);
+    bool rotated = false;
+    for (uint32_t i = 0; i < db->ncf_slots && rc == TDB_OK && db->bg_error == TDB_OK; i++) {
+        tdb_cf_t *cf = db->cfs[i];
+        if (!cf || atomic_load(&cf->dropped) || (only && cf != only)) continue;
+        if (memtable_num_entries(cf->mem.mem) == 0) continue;
+        if (!rotated) {
+            rc = db_rotate_wal(db);
+            rotated = true;
+        }
+        if (rc == TDB_OK) rc = db_switch_memtable(db, cf);
+    }
+    db_exit_exclusive(db, &ex);
+    for (;;) {
+        if (rc == TDB_OK && db->bg_error != TDB_OK) rc = tdb_err(TDB_ERR_READ_ONLY, "background error: %s", tdb_strerror(db->bg_error));
+        if (rc != TDB_OK || db->shutting_down) break;
+        bool pending = false;
+        for (uint32_t i = 0; i < db->ncf_slots; i++) {
+            tdb_cf_t *cf = db->cfs[i];
+            if (cf && !atomic_load(&cf->dropped) && (!only || cf == only) && (cf->nimm || cf->flushing)) pending = true;
+        }
+        if (!pending) break;
+        db_maybe_schedule(db);
+        pthread_cond_wait(&db->done_cv, &db->mu);
+    }
+    pthread_mutex_unlock(&db->mu);
+    return rc;
+}
+
+/* Deepest level of cf holding files (mu held). */
+static int last_level(tdb_cf_t *cf) {
+    for (int l = TDB_MAX_LEVELS - 1; l >= 1; l--)
+        if (version_num_files(cf->current, l)) return l;
+    return 0;
+}
+
+/* Compact one family down to its last level (or level 2), in this thread. */
+static int compact_cf(tdb_t *db, tdb_cf_t *cf) {
+    int rc = TDB_OK;
+    pthread_mutex_lock(&db->mu);
+    for (int level = 1; level < TDB_MAX_LEVELS - 1 && rc == TDB_OK; level++) {
+        while (cf->compacting && !db->shutting_down) pthread_cond_wait(&db->done_cv, &db->mu);
+        if (db->shutting_down || atomic_load(&cf->dropped)) break;
+        if (db->bg_error != TDB_OK) {
+            rc = tdb_err(TDB_ERR_READ_ONLY, "background error: %s", tdb_strerror(db->bg_error));
+            break;
+        }
+        int last = last_level(cf);
+        if (last == 0) break;
+        /* Stop once everything sits in one level >= 2 (or a lone level-1 file set went down). */
+        if (level >= last && level > 1) break;
+        if (version_num_files(cf->current, level) == 0) continue;
+        compaction_opts_t o = db_compaction_opts(cf);
+        compaction_t *c = compaction_pick_level(cf->current, level, &o);
+        if (!c) { /* inputs busy in a background compaction: wait, retry the level */
+            if (!db->bg_compact_running) continue;
+            pthread_cond_wait(&db->done_cv, &db->mu);
+            level--;
+            continue;
+        }
+        cf->compacting = true;
+        db->bg_compact_running++;
+        rc = run_compaction(db, cf, c);
+        db->bg_compact_running--;
+    }
+    pthread_mutex_unlock(&db->mu);
+    return rc;
+}
+
+int tdb_compact(tdb_t *db, tdb_cf_t *only) {
+    int rc = tdb_flush(db, only);
+    if (rc != TDB_OK) return rc;
+    if (only) return compact_cf(db, only);
+    pthread_mutex_lock(&db->mu);
+    uint32_t n = db->ncf_slots;
+    pthread_mutex_unlock(&db->mu);
+    for (uint32_t i = 0; i < n && rc == TDB_OK; i++) {
+        pthread_mutex_lock(&db->mu);
+        tdb_cf_t *cf = i < db->ncf_slots ? db->cfs[i] : NULL;
+        bool live = cf && !atomic_load(&cf->dropped);
+        pthread_mutex_unlock(&db->mu);
+        if (live) rc = compact_cf(db, cf);
+    }
+    return rc;
+}

@@ -1,0 +1,316 @@
+/* db/cf: column families, their superversions, and the manifest of them all. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/db_impl.h"
+
+/* Allocate a family with an empty active memtable. */
+int cf_new(tdb_t *db, uint32_t id, const char *name, const tdb_cf_config_t *cfg, version_t *v,
+           uint64_t log_number, tdb_cf_t **out) {
+    tdb_cf_t *cf = (tdb_cf_t *)calloc(1, sizeof *cf);
+    if (!cf) return tdb_err(TDB_ERR_NOMEM, "column family");
+    cf->db = db;
+    cf->id = id;
+    cf->name = strdup(name);
+    cf->cfg = *cfg;
+    cf->mem.mem = memtable_create();
+    cf->mem.log_number = log_number;
+    cf->log_number = log_number;
+    cf->current = v;
+    if (!cf->name || !cf->mem.mem) {
+        free(cf->name);
+        if (cf->mem.mem) memtable_unref(cf->mem.mem);
+        free(cf);
+        return tdb_err(TDB_ERR_NOMEM, "column family");
+    }
+    version_ref(v);
+    *out = cf;
+    return TDB_OK;
+}
+
+/* Release everything a family holds (db close or drop cleanup). */
+static void cf_release_data(tdb_cf_t *cf) {
+    if (cf->sv) sv_unref(cf->sv);
+    cf->sv = NULL;
+    if (cf->mem.mem) memtable_unref(cf->mem.mem);
+    cf->mem.mem = NULL;
+    for (int i = 0; i < cf->nimm; i++) memtable_unref(cf->imm[i].mem);
+    cf->nimm = 0;
+    if (cf->current) version_unref(cf->current);
+    cf->current = NULL;
+}
+
+void cf_free(tdb_cf_t *cf) {
+    if (!cf) return;
+    cf_release_data(cf);
+    free(cf->imm);
+    free(cf->name);
+    free(cf);
+}
+
+tdb_cf_t *cf_by_id(tdb_t *db, uint32_t id) { return id < db->ncf_slots ? db->cfs[id] : NULL; }
+
+/* Drop a reference to a superversion, freeing it at zero. */
+void sv_unref(superversion_t *sv) {
+    if (!sv || atomic_fetch_sub(&sv->refs, 1) != 1) return;
+    memtable_unref(sv->mem);
+    for (int i = 0; i < sv->nimm; i++) memtable_unref(sv->imm[i]);
+    free(sv->imm);
+    version_unref(sv->version);
+    free(sv);
+}
+
+/* Publish the family's current memtables and version to readers (under mu). */
+int cf_install_sv(tdb_cf_t *cf) {
+    superversion_t *sv = (superversion_t *)calloc(1, sizeof *sv);
+    if (!sv) return tdb_err(TDB_ERR_NOMEM, "superversion");
+    sv->imm = cf->nimm ? (memtable_t **)malloc((size_t)cf->nimm * sizeof *sv->imm) : NULL;
+    if (cf->nimm && !sv->imm) {
+        free(sv);
+        return tdb_err(TDB_ERR_NOMEM, "superversion");
+    }
+    atomic_init(&sv->refs, 1);
+    sv->mem = cf->mem.mem;
+    memtable_ref(sv->mem);
+    sv->nimm = cf->nimm;
+    for (int i = 0; i < cf->nimm; i++) {
+        sv->imm[i] = cf->imm[cf->nimm - 1 - i].mem;
+        memtable_ref(sv->imm[i]);
+    }
+    sv->version = cf->current;
+    version_ref(sv->version);
+    pthread_mutex_lock(&cf->db->sv_mu);
+    superversion_t *old = cf->sv;
+    cf->sv = sv;
+    pthread_mutex_unlock(&cf->db->sv_mu);
+    sv_unref(old);
+    return TDB_OK;
+}
+
+/* Take a reference to the family's current superversion. */
+superversion_t *cf_get_sv(tdb_cf_t *cf) {
+    pthread_mutex_lock(&cf->db->sv_mu);
+    superversion_t *sv = cf->sv;
+    if (sv) atomic_fetch_add(&sv->refs, 1);
+    pthread_mutex_unlock(&cf->db->sv_mu);
+    return sv;
+}
+
+/* Describe every live family in a manifest (under mu). */
+int db_build_manifest(tdb_t *db, manifest_t *m) {
+    memset(m, 0, sizeof *m);
+    m->next_file_number = db->next_file_number;
+    m->last_sequence = atomic_load(&db->last_seq);
+    m->next_cf_id = db->next_cf_id;
+    m->cfs = (manifest_cf_t *)calloc(db->ncf_slots ? db->ncf_slots : 1, sizeof *m->cfs);
+    if (!m->cfs) return tdb_err(TDB_ERR_NOMEM, "manifest");
+    for (uint32_t i = 0; i < db->ncf_slots; i++) {
+        tdb_cf_t *cf = db->cfs[i];
+        if (!cf || atomic_load(&cf->dropped)) continue;
+        manifest_cf_t *mc = &m->cfs[m->ncf];
+        mc->name = strdup(cf->name);
+        if (!mc->name) {
+            manifest_free(m);
+            return tdb_err(TDB_ERR_NOMEM, "manifest");
+        }
+        mc->id = cf->id;
+        mc->config = cf->cfg;
+        mc->log_number = cf->log_number;
+        mc->version = cf->current;
+        version_ref(mc->version);
+        m->ncf++;
+    }
+    return TDB_OK;
+}
+
+/* Persist the current state as the manifest (manifest_mu and mu held). */
+int db_write_manifest_locked(tdb_t *db) {
+    manifest_t m;
+    int rc = db_build_manifest(db, &m);
+    if (rc != TDB_OK) return rc;
+    rc = manifest_write(db->env, db->path, &m);
+    manifest_free(&m);
+    if (rc != TDB_OK) {
+        db_log(db, TDB_LOG_ERROR, "manifest write failed: %s", tdb_last_error());
+        if (db->bg_error == TDB_OK) db->bg_error = rc;
+    }
+    return rc;
+}
+
+/* Find a live family by name (under mu). */
+static tdb_cf_t *cf_find(tdb_t *db, const char *name) {
+    for (uint32_t i = 0; i < db->ncf_slots; i++) {
+        tdb_cf_t *cf = db->cfs[i];
+        if (cf && !atomic_load(&cf->dropped) && strcmp(cf->name, name) == 0) return cf;
+    }
+    return NULL;
+}
+
+/* Check that a family handle belongs to db and is live. */
+int db_check_cf(tdb_t *db, tdb_cf_t *cf) {
+    if (!db || !cf) return tdb_err(TDB_ERR_INVALID_ARG, "database or column family handle is NULL");
+    if (cf->db != db) return tdb_err(TDB_ERR_INVALID_ARG, "column family belongs to another database");
+    if (atomic_load(&cf->dropped)) return tdb_err(TDB_ERR_CLOSED, "column family '%s' was dropped", cf->name);
+    return TDB_OK;
+}
+
+/* Validate a family name. */
+static int cf_check_name(const char *name) {
+    if (!name || !*name) return tdb_err(TDB_ERR_INVALID_ARG, "empty column family name");
+    if (strlen(name) > TDB_MAX_CF_NAME)
+        return tdb_err(TDB_ERR_INVALID_ARG, "column family name longer than %d bytes", TDB_MAX_CF_NAME);
+    return TDB_OK;
+}
+
+/* Register a family in the id-indexed table (under mu). */
+static int cf_register(tdb_t *db, tdb_cf_t *cf) {
+    if (cf->id >= db->ncf_slots) {
+        uint32_t n = db->ncf_slots ? db->ncf_slots : 8;
+        while (n <= cf->id) n *= 2;
+        tdb_cf_t **p = (tdb_cf_t **)realloc(db->cfs, n * sizeof *p);
+        if (!p) return tdb_err(TDB_ERR_NOMEM, "column family table");
+        memset(p + db->ncf_slots, 0, (n - db->ncf_slots) * sizeof *p);
+        db->cfs = p;
+        db->ncf_slots = n;
+    }
+    db->cfs[cf->id] = cf;
+    return TDB_OK;
+}
+
+/* Add a family object to the database (open and create paths, under mu). */
+int db_add_cf(tdb_t *db, uint32_t id, const char *name, const tdb_cf_config_t *cfg, version_t *v,
+              uint64_t log_number, tdb_cf_t **out) {
+    tdb_cf_t *cf = NULL;
+    int rc = TDB_OK;
+    TRY(cf_new(db, id, name, cfg, v, log_number, &cf));
+    TRY(cf_register(db, cf));
+    TRY(cf_install_sv(cf));
+    if (out) *out = cf;
+    return TDB_OK;
+err:
+    if (cf && id < db->ncf_slots && db->cfs[id] == cf) db->cfs[id] = NULL;
+    cf_free(cf);
+    return rc;
+}
+
+int tdb_create_cf(tdb_t *db, const char *name, const tdb_cf_config_t *cfg, tdb_cf_t **out) {
+    int rc = TDB_OK;
+    tdb_cf_config_t c;
+    if (!db) return tdb_err(TDB_ERR_INVALID_ARG, "database handle is NULL");
+    TRY(cf_check_name(name));
+    if (cfg) c = *cfg;
+    else tdb_cf_config_default(&c);
+    TRY(db_validate_cf_config(&c));
+    pthread_mutex_lock(&db->manifest_mu);
+    pthread_mutex_lock(&db->mu);
+    if (db->bg_error != TDB_OK) {
+        rc = tdb_err(TDB_ERR_READ_ONLY, "database is in an error state: %s", tdb_strerror(db->bg_error));
+    } else if (cf_find(db, name)) {
+        rc = tdb_err(TDB_ERR_EXISTS, "column family '%s' exists", name);
+    } else {
+        version_t *v = version_create(db_file_obsolete, db);
+        tdb_cf_t *cf = NULL;
+        if (!v) rc = tdb_err(TDB_ERR_NOMEM, "version");
+        else {
+            uint32_t id = db->next_cf_id++;
+            rc = db_add_cf(db, id, name, &c, v, db->wal_number, &cf);
+            version_unref(v);
+            if (rc == TDB_OK) {
+                rc = db_write_manifest_locked(db);
+                if (rc != TDB_OK) {
+                    db->cfs[id] = NULL;
+                    cf_free(cf);
+                } else if (out) {
+                    *out = cf;
+                }
+            }
+        }
+    }
+    pthread_mutex_unlock(&db->mu);
+    pthread_mutex_unlock(&db->manifest_mu);
+err:
+    return rc;
+}
+
+int tdb_drop_cf(tdb_t *db, const char *name) {
+    int rc = TDB_OK;
+    if (!db) return tdb_err(TDB_ERR_INVALID_ARG, "database handle is NULL");
+    TRY(cf_check_name(name));
+    if (strcmp(name, TDB_DEFAULT_CF) == 0)
+        return tdb_err(TDB_ERR_INVALID_ARG, "the default column family cannot be dropped");
+    /* No memtable insert may run while the family's memtables go away. */
+    writer_t ex;
+    pthread_mutex_lock(&db->mu);
+    db_enter_exclusive(db, &ex);
+    pthread_mutex_unlock(&db->mu);
+    pthread_mutex_lock(&db->manifest_mu);
+    pthread_mutex_lock(&db->mu);
+    tdb_cf_t *cf = cf_find(db, name);
+    if (!cf) {
+        rc = tdb_err(TDB_ERR_NOT_FOUND, "column family '%s' does not exist", name);
+    } else {
+        atomic_store(&cf->dropped, true);
+        rc = db_write_manifest_locked(db);
+        if (rc != TDB_OK) {
+            atomic_store(&cf->dropped, false);
+        } else {
+            /* Wait out a running flush or compaction of this family; they
+             * check `dropped` and discard their output. */
+            while (cf->flushing || cf->compacting) pthread_cond_wait(&db->done_cv, &db->mu);
+            cf_release_data(cf);
+            db_delete_obsolete_wals(db);
+        }
+    }
+    db_exit_exclusive(db, &ex);
+    pthread_mutex_unlock(&db->mu);
+    pthread_mutex_unlock(&db->manifest_mu);
+err:
+    return rc;
+}
+
+int tdb_get_cf(tdb_t *db, const char *name, tdb_cf_t **out) {
+    if (!db || !name || !out) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_get_cf: NULL argument");
+    pthread_mutex_lock(&db->mu);
+    tdb_cf_t *cf = cf_find(db, name);
+    pthread_mutex_unlock(&db->mu);
+    if (!cf) return tdb_err(TDB_ERR_NOT_FOUND, "column family '%s' does not exist", name);
+    *out = cf;
+    return TDB_OK;
+}
+
+int tdb_list_cfs(tdb_t *db, char ***names, size_t *count) {
+    if (!db || !names || !count) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_list_cfs: NULL argument");
+    int rc = TDB_OK;
+    pthread_mutex_lock(&db->mu);
+    size_t n = 0;
+    char **v = (char **)calloc(db->ncf_slots + 1, sizeof *v);
+    if (!v) rc = tdb_err(TDB_ERR_NOMEM, "list");
+    for (uint32_t i = 0; v && i < db->ncf_slots; i++) {
+        tdb_cf_t *cf = db->cfs[i];
+        if (!cf || atomic_load(&cf->dropped)) continue;
+        if (!(v[n] = strdup(cf->name))) {
+            rc = tdb_err(TDB_ERR_NOMEM, "list");
+            break;
+        }
+        n++;
+    }
+    pthread_mutex_unlock(&db->mu);
+    if (rc != TDB_OK) {
+        for (size_t i = 0; v && i < n; i++) free(v[i]);
+        free(v);
+        return rc;
+    }
+    *names = v;
+    *count = n;
+    return TDB_OK;
+}
+
+const char *tdb_cf_name(const tdb_cf_t *cf) { return cf ? cf->name : NULL; }
+
+int tdb_cf_get_config(const tdb_cf_t *cf, tdb_cf_config_t *out) {
+    if (!cf || !out) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_cf_get_config: NULL argument");
+    *out = cf->cfg;
+    return TDB_OK;
+}
+
+void tdb_free(void *p) { free(p); }

@@ -1,0 +1,234 @@
+/*
+ * db: the database object that ties the subsystems together: column
+ * families, the write path (group commit into one shared WAL), memtable
+ * switching and flushing, background compaction, point reads, iterators,
+ * snapshots and statistics. Private to src/db (never included by tests).
+ *
+ * Invariants
+ *  1. One WAL (the file numbered db->wal_number) is shared by all column
+ *     families. A batch is one WAL record, so it is atomic across families,
+ *     also after a crash.
+ *  2. Sequence numbers are assigned by the write leader, in WAL order. A
+ *     write becomes visible (db->visible_seq) only after the whole group it
+ *     belongs to is in the memtables; readers use visible_seq as their
+ *     snapshot, so they never see a partially applied batch.
+ *  3. Every memtable switch rotates the WAL, and the old WAL is fsynced
+ *     before the new one is created. Hence any memtable that reaches an SST
+ *     contains only data whose WAL is durable, and after a crash the state
+ *     recovered with NONE/INTERVAL sync is a prefix of the acknowledged
+ *     history (no holes across families).
+ *  4. A family's log_number is the oldest WAL that may hold its unflushed
+ *     data; WAL files older than every family's log_number are deleted only
+ *     after the manifest recording those numbers is durable.
+ *  5. Per family, immutable memtables are flushed oldest first, one at a
+ *     time, so log_number only moves forward and level-1 stays newest-first.
+ *  6. Installing a new version (flush, compaction, family create/drop) holds
+ *     manifest_mu from building the new state until it is installed, so
+ *     manifest writes and installs happen in the same order.
+ *
+ * Locks (acquire in this order): manifest_mu -> mu -> sv_mu, wal_mu.
+ *  - mu: family list and per-family memtable queue, versions, the writer
+ *    queue, background job state.
+ *  - sv_mu: guards each family's superversion pointer swap; readers hold it
+ *    only to take a reference.
+ *  - wal_mu: the WAL handle against the interval-sync thread and rotation.
+ */
+#ifndef TDB_DB_IMPL_H
+#define TDB_DB_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cache/cache.h"
+#include "env/env.h"
+#include "memtable/memtable.h"
+#include "util/error.h"
+#include "util/ikey.h"
+#include "util/iter.h"
+#include "util/slice.h"
+#include "version/compaction.h"
+#include "version/manifest.h"
+#include "version/table_cache.h"
+#include "version/version.h"
+#include "wal/wal.h"
+
+/* A memtable with the number of the WAL that was current when it was
+ * created: none of its data lives in an older WAL. */
+typedef struct mem_slot {
+    memtable_t *mem;
+    uint64_t log_number;
+} mem_slot_t;
+
+/* What a reader needs, referenced as a unit: the memtables and the version
+ * of one family at one moment. Immutable; refcounted. */
+typedef struct superversion {
+    atomic_int refs;
+    memtable_t *mem;
+    int nimm;
+    memtable_t **imm; /* newest first */
+    version_t *version;
+} superversion_t;
+
+struct tdb_cf {
+    tdb_t *db;
+    uint32_t id;
+    char *name;
+    tdb_cf_config_t cfg;
+    atomic_bool dropped;
+
+    /* Under db->mu. */
+    mem_slot_t mem;       /* active memtable */
+    mem_slot_t *imm;      /* immutable queue, oldest first */
+    int nimm, cap_imm;
+    bool flushing;        /* the oldest imm is being written */
+    bool compacting;      /* one compaction at a time per family */
+    version_t *current;
+    uint64_t log_number;  /* persisted: oldest WAL with unflushed data */
+
+    /* Under sv_mu (swap) / refcount (use). */
+    superversion_t *sv;
+};
+
+typedef struct writer {
+    tdb_batch_t *batch;
+    bool sync;
+    bool done;
+    int rc;
+    pthread_cond_t cv;
+    struct writer *next;
+} writer_t;
+
+typedef struct db_counters {
+    atomic_uint_fast64_t user_bytes, wal_bytes, flush_bytes, compact_read,
+        compact_written, flushes, compactions, stall_micros;
+} db_counters_t;
+
+struct tdb {
+    char *path;
+    env_t *env;
+    tdb_config_t cfg;
+    env_lock_t *lock;
+    FILE *log;
+
+    pthread_mutex_t manifest_mu;
+    pthread_mutex_t mu;
+    pthread_mutex_t sv_mu;
+    pthread_mutex_t wal_mu;
+    pthread_cond_t bg_cv;   /* background work available / shutting down */
+    pthread_cond_t done_cv; /* a background job finished (stalled writers, waiters) */
+
+    /* Under mu. */
+    tdb_cf_t **cfs; /* indexed by id; NULL for never-used ids; dropped stay */
+    uint32_t ncf_slots;
+    uint32_t next_cf_id;
+    uint64_t next_file_number;
+    writer_t *wq_head, *wq_tail;
+    int bg_flush_running, bg_compact_running;
+    bool shutting_down;
+    int bg_error;           /* sticky: first background failure (TDB_OK if none) */
+    uint64_t *snapshots;    /* live snapshot sequences, ascending (multiset) */
+    int nsnap, cap_snap;
+    atomic_bool keep_files; /* open/close: obsolete files are not deleted */
+
+    /* WAL: written only by the write leader; wal_mu for swap vs sync. */
+    wal_writer_t *wal;
+    uint64_t wal_number;
+    atomic_bool wal_dirty; /* unsynced bytes (INTERVAL mode) */
+
+    atomic_uint_fast64_t last_seq;    /* last assigned */
+    atomic_uint_fast64_t visible_seq; /* last readable */
+
+    lru_cache_t *block_cache;
+    table_cache_t *table_cache;
+
+    pthread_t *threads;
+    int nthreads;
+    pthread_t sync_thread;
+    bool sync_thread_started;
+    uint64_t min_sync_interval_us;
+
+    db_counters_t ctr;
+};
+
+/* ---- db/options.c ---- */
+int db_validate_config(const tdb_config_t *cfg);
+int db_validate_cf_config(const tdb_cf_config_t *cfg);
+void db_log(tdb_t *db, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+compaction_opts_t db_compaction_opts(const tdb_cf_t *cf);
+sst_options_t db_sst_options(const tdb_cf_t *cf);
+
+/* ---- db/batch.c: the batch format is the WAL record payload ----
+ *   fixed64 first sequence | fixed32 count | entries
+ *   entry: type byte | varint32 cf id | lenprefixed key | [lenprefixed value]
+ * Values of KT_PUT_TTL carry fixed64 expiry first. */
+typedef struct batch_entry {
+    unsigned type;
+    uint32_t cf_id;
+    slice_t key;
+    slice_t value;
+} batch_entry_t;
+#define BATCH_HEADER 12
+typedef int (*batch_visit_fn)(void *ctx, uint64_t seq, const batch_entry_t *e);
+/* Decode a batch payload, calling fn for each entry with its sequence. */
+int batch_iterate(slice_t rep, batch_visit_fn fn, void *ctx);
+slice_t batch_rep(tdb_batch_t *b);
+void batch_set_seq(tdb_batch_t *b, uint64_t seq);
+uint32_t batch_count_raw(slice_t rep);
+uint64_t batch_user_bytes(const tdb_batch_t *b);
+/* Families referenced by the batch (distinct). */
+int batch_cfs(const tdb_batch_t *b, tdb_cf_t ***cfs);
+
+/* ---- db/cf.c ---- */
+int cf_new(tdb_t *db, uint32_t id, const char *name, const tdb_cf_config_t *cfg,
+           version_t *v, uint64_t log_number, tdb_cf_t **out);
+void cf_free(tdb_cf_t *cf);
+int db_add_cf(tdb_t *db, uint32_t id, const char *name, const tdb_cf_config_t *cfg,
+              version_t *v, uint64_t log_number, tdb_cf_t **out);
+tdb_cf_t *cf_by_id(tdb_t *db, uint32_t id); /* under mu or during open */
+/* Replace the family's superversion from its current state (under mu). */
+int cf_install_sv(tdb_cf_t *cf);
+superversion_t *cf_get_sv(tdb_cf_t *cf);
+void sv_unref(superversion_t *sv);
+/* Build a manifest of every live family (under mu); versions referenced. */
+int db_build_manifest(tdb_t *db, manifest_t *m);
+/* Write the manifest of the current state (caller holds manifest_mu and mu). */
+int db_write_manifest_locked(tdb_t *db);
+
+/* ---- db/write.c ---- */
+/* Rotate the WAL (sync old, open new) under mu by the write leader or open. */
+int db_rotate_wal(tdb_t *db);
+/* Move cf's active memtable to the immutable queue (under mu, as leader). */
+int db_switch_memtable(tdb_t *db, tdb_cf_t *cf);
+/* Apply one decoded batch to the memtables (recovery and write path). */
+int db_apply_batch(tdb_t *db, slice_t rep, uint64_t min_log_for_cf_skip);
+void *db_sync_thread(void *arg);
+void db_enter_exclusive(tdb_t *db, writer_t *w);
+void db_exit_exclusive(tdb_t *db, writer_t *w);
+
+/* ---- db/flush.c and db/compact.c ---- */
+int db_start_background(tdb_t *db);
+void db_stop_background(tdb_t *db);
+void db_maybe_schedule(tdb_t *db); /* under mu: wake workers if work exists */
+/* Flush one memtable synchronously to level 1 (recovery); adds to edit. */
+int db_write_level1(tdb_t *db, tdb_cf_t *cf, memtable_t *m, version_edit_t *edit);
+void db_file_obsolete(void *ctx, uint64_t number);
+uint64_t db_new_file_number(void *ctx);
+/* Delete WAL files no family needs (caller holds mu, after manifest write). */
+void db_delete_obsolete_wals(tdb_t *db);
+/* Snapshot list copy (under mu) for table writers; caller frees. */
+int db_snapshot_list(tdb_t *db, uint64_t **out, int *n);
+
+/* ---- db/recovery.c ---- */
+int db_recover(tdb_t *db, bool *created);
+
+/* ---- helpers ---- */
+void db_wal_name(char *out, size_t cap, const char *dir, uint64_t number);
+int64_t db_now_unix(void);
+/* For a value of type t: strip the TTL prefix; returns 0 if expired. */
+int db_value_live(unsigned t, slice_t raw, int64_t now, slice_t *user_value);
+int db_check_cf(tdb_t *db, tdb_cf_t *cf);
+
+#endif

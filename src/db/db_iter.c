@@ -1,0 +1,264 @@
+/*
+ * db/db_iter: the user-facing iterator. It merges the memtables and tables
+ * of one superversion and turns internal entries into user keys: for each
+ * user key it yields the newest version visible at the snapshot, and hides
+ * keys whose newest visible version is a deletion or an expired value.
+ *
+ * Direction invariant (as in LevelDB's DBIter):
+ *  - forward: `in` is positioned at the entry that produced the current key;
+ *  - reverse: `in` is positioned just before all entries of the current key,
+ *    whose key and value are held in saved_key/saved_value.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/db_impl.h"
+
+enum { DIR_FORWARD, DIR_REVERSE };
+
+struct tdb_iter {
+    tdb_t *db;
+    tdb_cf_t *cf;
+    superversion_t *sv;
+    iter_t *in;
+    uint64_t seq;
+    int64_t now;
+    int dir;
+    bool valid;
+    int status;
+    buf_t saved_key, saved_value, seek_key;
+    slice_t cur_value; /* forward: user value of the current entry */
+};
+
+/* Is the internal entry visible and what kind is it? -1 invisible, 0 deletion, 1 value. */
+static int classify(tdb_iter_t *it, slice_t ik, slice_t raw, slice_t *user_value) {
+    if (!ikey_valid(ik)) return -1;
+    if (ikey_seq(ik) > it->seq) return -1;
+    unsigned t = ikey_type(ik);
+    if (!kt_is_value(t)) return 0;
+    return db_value_live(t, raw, it->now, user_value) ? 1 : 0;
+}
+
+/* Forward: from the current internal position, find the next visible user
+ * entry, skipping versions of saved_key when `skipping`. */
+static void find_next_user_entry(tdb_iter_t *it, bool skipping) {
+    for (; iter_valid(it->in); iter_next(it->in)) {
+        slice_t ik = iter_key(it->in);
+        if (!ikey_valid(ik)) {
+            it->status = tdb_err(TDB_ERR_CORRUPTION, "malformed internal key");
+            break;
+        }
+        slice_t uk = ikey_user(ik);
+        if (skipping && slice_compare(uk, buf_slice(&it->saved_key)) <= 0) continue;
+        slice_t v;
+        int k = classify(it, ik, iter_value(it->in), &v);
+        if (k < 0) continue;
+        if (k == 0) {
+            buf_clear(&it->saved_key);
+            buf_append(&it->saved_key, uk.data, uk.size);
+            skipping = true;
+            continue;
+        }
+        it->cur_value = v;
+        it->valid = true;
+        return;
+    }
+    if (it->status == TDB_OK) it->status = iter_status(it->in);
+    it->valid = false;
+}
+
+/* Reverse: walk back collecting the newest visible version of the key
+ * before the current internal position. */
+static void find_prev_user_entry(tdb_iter_t *it) {
+    int last_kind = 0; /* 0 = deletion/none, 1 = value */
+    buf_clear(&it->saved_key);
+    buf_clear(&it->saved_value);
+    while (iter_valid(it->in)) {
+        slice_t ik = iter_key(it->in);
+        if (!ikey_valid(ik)) {
+            it->status = tdb_err(TDB_ERR_CORRUPTION, "malformed internal key");
+            break;
+        }
+        slice_t uk = ikey_user(ik), v;
+        int k = classify(it, ik, iter_value(it->in), &v);
+        if (k >= 0) {
+            if (last_kind == 1 && slice_compare(uk, buf_slice(&it->saved_key)) < 0) break;
+            last_kind = k;
+            buf_clear(&it->saved_key);
+            buf_append(&it->saved_key, uk.data, uk.size);
+            buf_clear(&it->saved_value);
+            if (k == 1) buf_append(&it->saved_value, v.data, v.size);
+        }
+        iter_prev(it->in);
+    }
+    if (it->status == TDB_OK) it->status = iter_status(it->in);
+    if (last_kind == 1 && it->status == TDB_OK) {
+        it->valid = true;
+        it->dir = DIR_REVERSE;
+    } else {
+        it->valid = false;
+        it->dir = DIR_FORWARD;
+        buf_clear(&it->saved_key);
+        buf_clear(&it->saved_value);
+    }
+}
+
+int tdb_iter_create(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap, tdb_iter_t **out) {
+    int rc = db_check_cf(db, cf);
+    if (rc != TDB_OK) return rc;
+    if (!out) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_iter_create: out is NULL");
+    tdb_iter_t *it = (tdb_iter_t *)calloc(1, sizeof *it);
+    if (!it) return tdb_err(TDB_ERR_NOMEM, "iterator");
+    it->db = db;
+    it->cf = cf;
+    it->seq = snap ? tdb_snapshot_sequence(snap) : atomic_load(&db->visible_seq);
+    it->now = db_now_unix();
+    it->sv = cf_get_sv(cf);
+    if (!it->sv) {
+        free(it);
+        return tdb_err(TDB_ERR_CLOSED, "column family '%s' was dropped", cf->name);
+    }
+    iter_t **kids = NULL;
+    int n = 0, cap = 0;
+    cap = it->sv->nimm + 1 + TDB_MAX_LEVELS;
+    kids = (iter_t **)malloc((size_t)cap * sizeof *kids);
+    if (!kids) RAISE(TDB_ERR_NOMEM, "iterator");
+    if (!(kids[n++] = memtable_iter(it->sv->mem))) RAISE(TDB_ERR_NOMEM, "iterator");
+    for (int i = 0; i < it->sv->nimm; i++)
+        if (!(kids[n++] = memtable_iter(it->sv->imm[i]))) RAISE(TDB_ERR_NOMEM, "iterator");
+    TRY(version_add_iters(it->sv->version, db->table_cache, &kids, &n, &cap));
+    it->in = iter_merge(kids, n, ikey_compare);
+    free(kids);
+    kids = NULL;
+    if (!it->in) {
+        n = 0;
+        RAISE(TDB_ERR_NOMEM, "iterator");
+    }
+    *out = it;
+    return TDB_OK;
+err:
+    for (int i = 0; kids && i < n; i++) iter_destroy(kids[i]);
+    free(kids);
+    sv_unref(it->sv);
+    free(it);
+    return rc;
+}
+
+void tdb_iter_destroy(tdb_iter_t *it) {
+    if (!it) return;
+    iter_destroy(it->in);
+    sv_unref(it->sv);
+    buf_free(&it->saved_key);
+    buf_free(&it->saved_value);
+    buf_free(&it->seek_key);
+    free(it);
+}
+
+void tdb_iter_seek_to_first(tdb_iter_t *it) {
+    if (!it) return;
+    it->dir = DIR_FORWARD;
+    it->status = TDB_OK;
+    buf_clear(&it->saved_key);
+    iter_seek_to_first(it->in);
+    find_next_user_entry(it, false);
+}
+
+void tdb_iter_seek_to_last(tdb_iter_t *it) {
+    if (!it) return;
+    it->status = TDB_OK;
+    it->dir = DIR_REVERSE;
+    iter_seek_to_last(it->in);
+    find_prev_user_entry(it);
+}
+
+void tdb_iter_seek(tdb_iter_t *it, const void *key, size_t klen) {
+    if (!it) return;
+    it->dir = DIR_FORWARD;
+    it->status = TDB_OK;
+    buf_clear(&it->saved_key);
+    buf_clear(&it->seek_key);
+    if (ikey_append(&it->seek_key, slice_make(key, klen), it->seq, KT_SEEK) != TDB_OK) {
+        it->status = TDB_ERR_NOMEM;
+        it->valid = false;
+        return;
+    }
+    iter_seek(it->in, buf_slice(&it->seek_key));
+    find_next_user_entry(it, false);
+}
+
+void tdb_iter_seek_for_prev(tdb_iter_t *it, const void *key, size_t klen) {
+    if (!it) return;
+    tdb_iter_seek(it, key, klen);
+    slice_t target = slice_make(key, klen);
+    if (it->valid) {
+        size_t n;
+        const void *k = tdb_iter_key(it, &n);
+        if (slice_compare(slice_make(k, n), target) == 0) return;
+        tdb_iter_prev(it);
+    } else if (it->status == TDB_OK) {
+        tdb_iter_seek_to_last(it);
+    }
+}
+
+void tdb_iter_next(tdb_iter_t *it) {
+    if (!it || !it->valid) return;
+    if (it->dir == DIR_REVERSE) {
+        /* `in` is before the current key's entries; saved_key = current key. */
+        it->dir = DIR_FORWARD;
+        if (!iter_valid(it->in)) iter_seek_to_first(it->in);
+        else iter_next(it->in);
+    } else {
+        slice_t uk = ikey_user(iter_key(it->in));
+        buf_clear(&it->saved_key);
+        buf_append(&it->saved_key, uk.data, uk.size);
+        iter_next(it->in);
+    }
+    find_next_user_entry(it, true);
+}
+
+void tdb_iter_prev(tdb_iter_t *it) {
+    if (!it || !it->valid) return;
+    if (it->dir == DIR_FORWARD) {
+        /* Move `in` before all entries of the current key. */
+        slice_t uk = ikey_user(iter_key(it->in));
+        buf_clear(&it->saved_key);
+        buf_append(&it->saved_key, uk.data, uk.size);
+        for (;;) {
+            iter_prev(it->in);
+            if (!iter_valid(it->in)) {
+                it->valid = false;
+                it->status = iter_status(it->in);
+                buf_clear(&it->saved_key);
+                buf_clear(&it->saved_value);
+                return;
+            }
+            if (slice_compare(ikey_user(iter_key(it->in)), buf_slice(&it->saved_key)) < 0) break;
+        }
+        it->dir = DIR_REVERSE;
+    }
+    find_prev_user_entry(it);
+}
+
+int tdb_iter_valid(const tdb_iter_t *it) { return it && it->valid; }
+
+const void *tdb_iter_key(const tdb_iter_t *it, size_t *klen) {
+    if (!it || !it->valid) {
+        if (klen) *klen = 0;
+        return NULL;
+    }
+    slice_t k = it->dir == DIR_FORWARD ? ikey_user(iter_key(it->in)) : buf_slice(&it->saved_key);
+    if (klen) *klen = k.size;
+    return k.data;
+}
+
+const void *tdb_iter_value(const tdb_iter_t *it, size_t *vlen) {
+    if (!it || !it->valid) {
+        if (vlen) *vlen = 0;
+        return NULL;
+    }
+    slice_t v = it->dir == DIR_FORWARD ? it->cur_value : buf_slice(&it->saved_value);
+    if (vlen) *vlen = v.size;
+    return v.data ? v.data : "";
+}
+
+int tdb_iter_status(const tdb_iter_t *it) { return it ? it->status : TDB_ERR_INVALID_ARG; }

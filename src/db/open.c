@@ -1,0 +1,321 @@
+/*
+ * db/open: open, crash recovery and close.
+ *
+ * Recovery: read the manifest (the durable set of tables and, per family,
+ * the oldest WAL with unflushed data), replay every WAL from the oldest any
+ * family needs, in order, into fresh memtables (skipping records of dropped
+ * families and of families that had already flushed them), write the
+ * recovered memtables as level-1 tables, start a new WAL, persist the
+ * manifest, and only then delete the replayed WALs and any orphan files
+ * (tables of a flush or compaction that never reached the manifest).
+ * A torn tail on the newest WAL is the expected result of a crash and is
+ * dropped; a damaged record anywhere else fails the open with CORRUPTION.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/db_impl.h"
+#include "sst/sst.h"
+
+/* Parse "<digits>.<ext>"; 1 on success. */
+static int file_number(const char *name, const char *ext, uint64_t *num) {
+    char *end;
+    if (name[0] < '0' || name[0] > '9') return 0;
+    unsigned long long v = strtoull(name, &end, 10);
+    if (*end != '.' || strcmp(end + 1, ext) != 0) return 0;
+    *num = v;
+    return 1;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Flush any recovered memtable that outgrew its buffer into `edits[id]`. */
+static int flush_recovered(tdb_t *db, version_edit_t *edits, bool force) {
+    for (uint32_t i = 0; i < db->ncf_slots; i++) {
+        tdb_cf_t *cf = db->cfs[i];
+        if (!cf || memtable_num_entries(cf->mem.mem) == 0) continue;
+        if (!force && memtable_memory_usage(cf->mem.mem) < cf->cfg.write_buffer_size) continue;
+        int rc = db_write_level1(db, cf, cf->mem.mem, &edits[i]);
+        if (rc != TDB_OK) return rc;
+        memtable_t *fresh = memtable_create();
+        if (!fresh) return tdb_err(TDB_ERR_NOMEM, "memtable");
+        memtable_unref(cf->mem.mem);
+        cf->mem.mem = fresh;
+    }
+    return TDB_OK;
+}
+
+/* Replay one WAL file into the memtables. */
+static int replay_wal(tdb_t *db, uint64_t number, bool newest, version_edit_t *edits) {
+    char path[4096];
+    wal_reader_t *r = NULL;
+    int rc = TDB_OK;
+    db_wal_name(path, sizeof path, db->path, number);
+    TRY(wal_reader_open(db->env, path, &r));
+    uint64_t records = 0;
+    for (;;) {
+        slice_t rec;
+        rc = wal_reader_next(r, &rec);
+        if (rc == TDB_ERR_NOT_FOUND) {
+            rc = TDB_OK;
+            break;
+        }
+        if (rc != TDB_OK) goto err;
+        uint32_t count = batch_count_raw(rec);
+        if (rec.size < BATCH_HEADER) RAISE(TDB_ERR_CORRUPTION, "%s: record shorter than a batch header", path);
+        uint64_t seq = dec_fixed64(rec.data);
+        if (rc == TDB_OK) rc = db_apply_batch(db, rec, number);
+        if (rc != TDB_OK) {
+            rc = tdb_err(rc, "%s: record %llu: %s", path, (unsigned long long)records, tdb_last_error());
+            goto err;
+        }
+        if (count && seq + count - 1 > atomic_load(&db->last_seq)) atomic_store(&db->last_seq, seq + count - 1);
+        records++;
+        TRY(flush_recovered(db, edits, false));
+    }
+    if (wal_reader_torn_tail(r)) {
+        if (!newest)
+            RAISE(TDB_ERR_CORRUPTION, "%s: damaged record at offset %llu in a WAL that was complete", path,
+                  (unsigned long long)wal_reader_valid_end(r));
+        db_log(db, TDB_LOG_WARN, "%s: torn tail after offset %llu dropped (crash during write)", path,
+               (unsigned long long)wal_reader_valid_end(r));
+    }
+    db_log(db, TDB_LOG_INFO, "replayed %s: %llu records", path, (unsigned long long)records);
+err:
+    wal_reader_close(r);
+    return rc;
+}
+
+/* Delete orphan tables, temp files and replayed WALs (after the manifest). */
+static void delete_orphans(tdb_t *db) {
+    char **names = NULL;
+    size_t n = 0;
+    if (db->env->list_dir(db->env, db->path, &names, &n) != TDB_OK) return;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t num;
+        bool drop = false;
+        if (file_number(names[i], "sst", &num)) {
+            drop = true;
+            for (uint32_t c = 0; c < db->ncf_slots && drop; c++) {
+                tdb_cf_t *cf = db->cfs[c];
+                if (!cf || !cf->current) continue;
+                for (int l = 1; l < TDB_MAX_LEVELS && drop; l++)
+                    for (int f = 0; f < version_num_files(cf->current, l); f++)
+                        if (version_file(cf->current, l, f)->number == num) drop = false;
+            }
+        } else if (file_number(names[i], "log", &num)) {
+            drop = num < db->wal_number;
+        } else {
+            size_t len = strlen(names[i]);
+            drop = len > 4 && strcmp(names[i] + len - 4, ".tmp") == 0;
+        }
+        if (drop) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", db->path, names[i]);
+            db_log(db, TDB_LOG_INFO, "removing obsolete file %s", names[i]);
+            db->env->remove(db->env, path);
+        }
+    }
+    env_free_list(names, n);
+}
+
+int db_recover(tdb_t *db, bool *created) {
+    manifest_t m;
+    int rc = TDB_OK;
+    char **names = NULL;
+    size_t nnames = 0;
+    uint64_t *wals = NULL;
+    size_t nwals = 0;
+    version_edit_t *edits = NULL;
+    memset(&m, 0, sizeof m);
+    *created = false;
+
+    TRY(db->env->list_dir(db->env, db->path, &names, &nnames));
+    uint64_t max_file = 0;
+    wals = (uint64_t *)calloc(nnames + 1, sizeof *wals);
+    if (!wals) RAISE(TDB_ERR_NOMEM, "recovery");
+    for (size_t i = 0; i < nnames; i++) {
+        uint64_t num;
+        if (file_number(names[i], "log", &num)) wals[nwals++] = num;
+        else if (!file_number(names[i], "sst", &num)) continue;
+        if (num > max_file) max_file = num;
+    }
+    qsort(wals, nwals, sizeof *wals, cmp_u64);
+
+    rc = manifest_read(db->env, db->path, &m, db_file_obsolete, db);
+    if (rc == TDB_ERR_NOT_FOUND) {
+        if (nwals || max_file)
+            RAISE(TDB_ERR_CORRUPTION, "%s: MANIFEST is missing but data files exist", db->path);
+        if (!db->cfg.create_if_missing) RAISE(TDB_ERR_NOT_FOUND, "%s: no database (create_if_missing is off)", db->path);
+        rc = TDB_OK;
+        *created = true;
+        version_t *v = version_create(db_file_obsolete, db);
+        if (!v) RAISE(TDB_ERR_NOMEM, "version");
+        db->next_file_number = 1;
+        db->next_cf_id = 1;
+        rc = db_add_cf(db, 0, TDB_DEFAULT_CF, &db->cfg.default_cf, v, 0, NULL);
+        version_unref(v);
+        if (rc != TDB_OK) goto err;
+    } else if (rc != TDB_OK) {
+        goto err;
+    } else {
+        if (db->cfg.error_if_exists) RAISE(TDB_ERR_EXISTS, "%s: database exists (error_if_exists is on)", db->path);
+        db->next_file_number = m.next_file_number > max_file + 1 ? m.next_file_number : max_file + 1;
+        db->next_cf_id = m.next_cf_id;
+        atomic_store(&db->last_seq, m.last_sequence);
+        for (int i = 0; i < m.ncf; i++) {
+            manifest_cf_t *mc = &m.cfs[i];
+            bool is_default = strcmp(mc->name, TDB_DEFAULT_CF) == 0;
+            TRY(db_add_cf(db, mc->id, mc->name, is_default ? &db->cfg.default_cf : &mc->config, mc->version,
+                          mc->log_number, NULL));
+            if (mc->id >= db->next_cf_id) db->next_cf_id = mc->id + 1;
+        }
+        if (!cf_by_id(db, 0)) RAISE(TDB_ERR_CORRUPTION, "%s: MANIFEST lacks the default column family", db->path);
+    }
+
+    /* Replay the WALs some family still needs, oldest first. */
+    uint64_t min_log = UINT64_MAX;
+    for (uint32_t i = 0; i < db->ncf_slots; i++)
+        if (db->cfs[i] && db->cfs[i]->log_number < min_log) min_log = db->cfs[i]->log_number;
+    edits = (version_edit_t *)calloc(db->ncf_slots ? db->ncf_slots : 1, sizeof *edits);
+    if (!edits) RAISE(TDB_ERR_NOMEM, "recovery");
+    size_t first = 0;
+    while (first < nwals && wals[first] < min_log) first++;
+    for (size_t i = first; i < nwals; i++) TRY(replay_wal(db, wals[i], i + 1 == nwals, edits));
+    TRY(flush_recovered(db, edits, true));
+    for (uint32_t i = 0; i < db->ncf_slots; i++) {
+        tdb_cf_t *cf = db->cfs[i];
+        if (!cf || edits[i].n_add == 0) continue;
+        version_t *nv = NULL;
+        TRY(version_apply(cf->current, &edits[i], &nv));
+        version_unref(cf->current);
+        cf->current = nv;
+    }
+    atomic_store(&db->visible_seq, atomic_load(&db->last_seq));
+
+    /* New WAL, then the manifest that no longer needs the old ones. */
+    TRY(db_rotate_wal(db));
+    for (uint32_t i = 0; i < db->ncf_slots; i++) {
+        tdb_cf_t *cf = db->cfs[i];
+        if (!cf) continue;
+        cf->log_number = cf->mem.log_number = db->wal_number;
+        TRY(cf_install_sv(cf));
+    }
+    pthread_mutex_lock(&db->manifest_mu);
+    pthread_mutex_lock(&db->mu);
+    rc = db_write_manifest_locked(db);
+    pthread_mutex_unlock(&db->mu);
+    pthread_mutex_unlock(&db->manifest_mu);
+    if (rc != TDB_OK) goto err;
+    delete_orphans(db);
+err:
+    for (uint32_t i = 0; edits && i < db->ncf_slots; i++) {
+        if (rc != TDB_OK) {
+            for (int k = 0; k < edits[i].n_add; k++) {
+                char path[4096];
+                sst_file_name(path, sizeof path, db->path, edits[i].add[k].f->number);
+                db->env->remove(db->env, path);
+            }
+        }
+        version_edit_free(&edits[i]);
+    }
+    free(edits);
+    manifest_free(&m);
+    env_free_list(names, nnames);
+    free(wals);
+    return rc;
+}
+
+/* Free everything of a (possibly half-opened) database; keeps all files. */
+static void db_destroy(tdb_t *db) {
+    atomic_store(&db->keep_files, true);
+    db_stop_background(db);
+    if (db->wal) wal_writer_close(db->wal, 1);
+    for (uint32_t i = 0; i < db->ncf_slots; i++) cf_free(db->cfs[i]);
+    free(db->cfs);
+    free(db->threads);
+    free(db->snapshots);
+    if (db->table_cache) table_cache_destroy(db->table_cache);
+    if (db->block_cache) lru_cache_destroy(db->block_cache);
+    if (db->lock) db->env->unlock_file(db->env, db->lock);
+    if (db->log) fclose(db->log);
+    pthread_mutex_destroy(&db->manifest_mu);
+    pthread_mutex_destroy(&db->mu);
+    pthread_mutex_destroy(&db->sv_mu);
+    pthread_mutex_destroy(&db->wal_mu);
+    pthread_cond_destroy(&db->bg_cv);
+    pthread_cond_destroy(&db->done_cv);
+    free(db->path);
+    free(db);
+}
+
+int tdb_open(const char *path, const tdb_config_t *cfg, tdb_t **out) {
+    int rc = TDB_OK;
+    tdb_t *db = NULL;
+    bool created = false;
+    if (!path || !*path || !out) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_open: path or out is NULL");
+    tdb_config_t c;
+    if (cfg) c = *cfg;
+    else tdb_config_default(&c);
+    TRY(db_validate_config(&c));
+    db = (tdb_t *)calloc(1, sizeof *db);
+    if (!db) RAISE(TDB_ERR_NOMEM, "database");
+    db->cfg = c;
+    db->env = env_posix();
+    atomic_init(&db->keep_files, true);
+    pthread_mutex_init(&db->manifest_mu, NULL);
+    pthread_mutex_init(&db->mu, NULL);
+    pthread_mutex_init(&db->sv_mu, NULL);
+    pthread_mutex_init(&db->wal_mu, NULL);
+    pthread_cond_init(&db->bg_cv, NULL);
+    pthread_cond_init(&db->done_cv, NULL);
+    if (!(db->path = strdup(path))) RAISE(TDB_ERR_NOMEM, "database");
+    if (!db->env->exists(db->env, path)) {
+        if (!c.create_if_missing) RAISE(TDB_ERR_NOT_FOUND, "%s does not exist (create_if_missing is off)", path);
+        TRY(db->env->mkdir(db->env, path));
+    }
+    char lockpath[4096];
+    snprintf(lockpath, sizeof lockpath, "%s/LOCK", path);
+    TRY(db->env->lock_file(db->env, lockpath, &db->lock));
+    if (c.log_level != TDB_LOG_NONE) {
+        char logpath[4096];
+        snprintf(logpath, sizeof logpath, "%s/LOG", path);
+        db->log = fopen(logpath, "a");
+    }
+    db->block_cache = lru_cache_create(c.block_cache_size, 4, sst_block_cache_deleter, NULL);
+    if (!db->block_cache) RAISE(TDB_ERR_NOMEM, "block cache");
+    db->table_cache = table_cache_create(db->env, path, c.max_open_sstables, db->block_cache);
+    if (!db->table_cache) RAISE(TDB_ERR_NOMEM, "table cache");
+    db->min_sync_interval_us = c.default_cf.sync_interval_us;
+    TRY(db_recover(db, &created));
+    for (uint32_t i = 0; i < db->ncf_slots; i++)
+        if (db->cfs[i] && db->cfs[i]->cfg.sync_mode == TDB_SYNC_INTERVAL &&
+            db->cfs[i]->cfg.sync_interval_us < db->min_sync_interval_us)
+            db->min_sync_interval_us = db->cfs[i]->cfg.sync_interval_us;
+    atomic_store(&db->keep_files, false);
+    TRY(db_start_background(db));
+    db_log(db, TDB_LOG_INFO, "opened %s (%s), last sequence %llu", path, created ? "created" : "recovered",
+           (unsigned long long)atomic_load(&db->last_seq));
+    *out = db;
+    return TDB_OK;
+err:
+    if (db) {
+        char saved[512];
+        snprintf(saved, sizeof saved, "%s", tdb_last_error());
+        db_destroy(db);
+        tdb_err(rc, "%s", saved);
+    }
+    return rc;
+}
+
+int tdb_close(tdb_t *db) {
+    if (!db) return tdb_err(TDB_ERR_INVALID_ARG, "database handle is NULL");
+    db_log(db, TDB_LOG_INFO, "closing %s", db->path);
+    int rc = db->bg_error;
+    db_destroy(db);
+    return rc == TDB_OK ? TDB_OK : tdb_err(rc, "database closed after a background error");
+}

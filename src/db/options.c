@@ -1,0 +1,146 @@
+/* db/options: configuration defaults, validation and the info log. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "db/db_impl.h"
+
+/* Fill the documented per-family defaults. */
+void tdb_cf_config_default(tdb_cf_config_t *c) {
+    memset(c, 0, sizeof *c);
+    c->write_buffer_size = 64u << 20;
+    c->compression = TDB_COMPRESS_LZ4;
+    c->bloom_fpr = 0.01;
+    c->sync_mode = TDB_SYNC_FULL;
+    c->sync_interval_us = 128000;
+    c->block_size = 4096;
+    c->value_threshold = 512;
+    c->l0_queue_stall_threshold = 10;
+    c->l1_file_count_trigger = 4;
+    c->level_size_ratio = 10;
+    c->tombstone_density_trigger = 0.5;
+    c->tombstone_density_min_entries = 2048;
+}
+
+/* Fill the documented database defaults. */
+void tdb_config_default(tdb_config_t *c) {
+    memset(c, 0, sizeof *c);
+    c->create_if_missing = 1;
+    c->block_cache_size = 64u << 20;
+    c->max_open_sstables = 512;
+    c->flush_threads = 2;
+    c->compaction_threads = 2;
+    c->log_level = TDB_LOG_INFO;
+    c->max_memory_usage = 0;
+    c->unified_memtable = 0;
+    c->unified_memtable_write_buffer_size = 64u << 20;
+    c->unified_memtable_sync_mode = TDB_SYNC_FULL;
+    tdb_cf_config_default(&c->default_cf);
+}
+
+/* Check a family config for values the engine cannot honour. */
+int db_validate_cf_config(const tdb_cf_config_t *c) {
+    if (c->write_buffer_size < (64u << 10) || c->write_buffer_size > ((size_t)4 << 30))
+        return tdb_err(TDB_ERR_INVALID_ARG, "write_buffer_size %zu out of [64 KiB, 4 GiB]", c->write_buffer_size);
+    if (c->compression < TDB_COMPRESS_NONE || c->compression > TDB_COMPRESS_ZSTD)
+        return tdb_err(TDB_ERR_INVALID_ARG, "unknown compression %d", c->compression);
+    if (!(c->bloom_fpr >= 0.0 && c->bloom_fpr < 1.0))
+        return tdb_err(TDB_ERR_INVALID_ARG, "bloom_fpr %g out of [0, 1)", c->bloom_fpr);
+    if (c->sync_mode < TDB_SYNC_NONE || c->sync_mode > TDB_SYNC_FULL)
+        return tdb_err(TDB_ERR_INVALID_ARG, "unknown sync_mode %d", c->sync_mode);
+    if (c->sync_mode == TDB_SYNC_INTERVAL && c->sync_interval_us == 0)
+        return tdb_err(TDB_ERR_INVALID_ARG, "sync_interval_us must be > 0 with TDB_SYNC_INTERVAL");
+    if (c->block_size < 256 || c->block_size > (16u << 20))
+        return tdb_err(TDB_ERR_INVALID_ARG, "block_size %u out of [256, 16 MiB]", c->block_size);
+    if (c->l0_queue_stall_threshold < 1)
+        return tdb_err(TDB_ERR_INVALID_ARG, "l0_queue_stall_threshold must be >= 1");
+    if (c->l1_file_count_trigger < 1)
+        return tdb_err(TDB_ERR_INVALID_ARG, "l1_file_count_trigger must be >= 1");
+    if (c->level_size_ratio < 2 || c->level_size_ratio > 100)
+        return tdb_err(TDB_ERR_INVALID_ARG, "level_size_ratio %d out of [2, 100]", c->level_size_ratio);
+    if (!(c->tombstone_density_trigger > 0.0 && c->tombstone_density_trigger <= 1.0))
+        return tdb_err(TDB_ERR_INVALID_ARG, "tombstone_density_trigger out of (0, 1]");
+    return TDB_OK;
+}
+
+/* Check a database config. */
+int db_validate_config(const tdb_config_t *c) {
+    if (c->max_open_sstables < 16)
+        return tdb_err(TDB_ERR_INVALID_ARG, "max_open_sstables must be >= 16");
+    if (c->flush_threads < 1 || c->flush_threads > 64)
+        return tdb_err(TDB_ERR_INVALID_ARG, "flush_threads out of [1, 64]");
+    if (c->compaction_threads < 1 || c->compaction_threads > 64)
+        return tdb_err(TDB_ERR_INVALID_ARG, "compaction_threads out of [1, 64]");
+    if (c->unified_memtable)
+        return tdb_err(TDB_ERR_NOT_SUPPORTED, "unified_memtable is not available in this version");
+    return db_validate_cf_config(&c->default_cf);
+}
+
+/* Compaction policy settings derived from a family's config. */
+compaction_opts_t db_compaction_opts(const tdb_cf_t *cf) {
+    compaction_opts_t o;
+    memset(&o, 0, sizeof o);
+    o.l1_file_count_trigger = cf->cfg.l1_file_count_trigger;
+    o.level_size_ratio = cf->cfg.level_size_ratio;
+    /* Level 2 holds about what level 1 holds when it triggers. */
+    o.base_level_bytes = (uint64_t)cf->cfg.write_buffer_size * (uint64_t)cf->cfg.l1_file_count_trigger;
+    o.target_file_size = cf->cfg.write_buffer_size;
+    if (o.target_file_size > (64u << 20)) o.target_file_size = 64u << 20;
+    o.tombstone_density_trigger = cf->cfg.tombstone_density_trigger;
+    o.tombstone_density_min_entries = cf->cfg.tombstone_density_min_entries;
+    return o;
+}
+
+/* Table format settings derived from a family's config. */
+sst_options_t db_sst_options(const tdb_cf_t *cf) {
+    sst_options_t o;
+    memset(&o, 0, sizeof o);
+    o.compression = cf->cfg.compression;
+    o.block_size = cf->cfg.block_size;
+    o.bloom_fpr = cf->cfg.bloom_fpr;
+    o.value_threshold = cf->cfg.value_threshold;
+    return o;
+}
+
+/* Append a line to <dir>/LOG if level passes the configured threshold. */
+void db_log(tdb_t *db, int level, const char *fmt, ...) {
+    static const char *names[] = {"DEBUG", "INFO", "WARN", "ERROR", "FATAL"};
+    if (!db->log || level < db->cfg.log_level) return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    localtime_r(&ts.tv_sec, &tm);
+    char line[1024];
+    int n = snprintf(line, sizeof line, "%04d-%02d-%02d %02d:%02d:%02d.%06ld %s ", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000,
+                     level >= 0 && level <= TDB_LOG_FATAL ? names[level] : "?");
+    va_list ap;
+    va_start(ap, fmt);
+    if (n > 0 && (size_t)n < sizeof line) vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    va_end(ap);
+    fprintf(db->log, "%s\n", line);
+    fflush(db->log);
+}
+
+/* Current wall-clock time in unix seconds (TTL reference). */
+int64_t db_now_unix(void) { return (int64_t)time(NULL); }
+
+/* Strip the TTL prefix of a value; 0 if the value has expired. */
+int db_value_live(unsigned t, slice_t raw, int64_t now, slice_t *user_value) {
+    if (t == KT_PUT_TTL) {
+        if (raw.size < 8) return 0;
+        int64_t exp = (int64_t)dec_fixed64(raw.data);
+        if (exp <= now) return 0;
+        *user_value = slice_make(raw.data + 8, raw.size - 8);
+        return 1;
+    }
+    *user_value = raw;
+    return 1;
+}
+
+/* WAL file path for a file number. */
+void db_wal_name(char *out, size_t cap, const char *dir, uint64_t number) {
+    snprintf(out, cap, "%s/%06llu.log", dir, (unsigned long long)number);
+}

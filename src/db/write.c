@@ -1,0 +1,341 @@
+/*
+ * db/write: the write path. Writers queue under mu; the head of the queue
+ * becomes the leader, takes a group of queued batches, makes room (memtable
+ * switch, back-pressure), assigns sequence numbers, writes the group to the
+ * WAL as one append (one fsync if any member needs it), applies it to the
+ * memtables, publishes the new visible sequence and wakes the group.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "db/db_impl.h"
+
+#define MAX_GROUP_BYTES (1u << 20)
+#define STALL_NO_PROGRESS_LIMIT_US (30u * 1000u * 1000u)
+
+/* Make the current WAL durable, then switch to a new WAL file (mu held, by
+ * the write leader or during open). The old file is complete and synced
+ * before the new one exists, so only the newest WAL can have a torn tail. */
+int db_rotate_wal(tdb_t *db) {
+    int rc = TDB_OK;
+    char path[4096];
+    wal_writer_t *nw = NULL;
+    uint64_t number = 0;
+    pthread_mutex_lock(&db->wal_mu);
+    if (db->wal) {
+        rc = wal_writer_sync(db->wal);
+        if (rc != TDB_OK) {
+            db_log(db, TDB_LOG_ERROR, "WAL sync at rotation failed: %s", tdb_last_error());
+            if (db->bg_error == TDB_OK) db->bg_error = rc;
+            pthread_mutex_unlock(&db->wal_mu);
+            return rc;
+        }
+    }
+    pthread_mutex_unlock(&db->wal_mu);
+    number = db->next_file_number++;
+    db_wal_name(path, sizeof path, db->path, number);
+    TRY(wal_writer_open(db->env, path, &nw));
+    TRY(db->env->sync_dir(db->env, db->path));
+    pthread_mutex_lock(&db->wal_mu);
+    wal_writer_t *old = db->wal;
+    db->wal = nw;
+    db->wal_number = number;
+    atomic_store(&db->wal_dirty, false);
+    pthread_mutex_unlock(&db->wal_mu);
+    if (old) wal_writer_close(old, 0);
+    return TDB_OK;
+err:
+    if (nw) {
+        wal_writer_close(nw, 0);
+        db->env->remove(db->env, path);
+    }
+    return rc;
+}
+
+/* Move cf's active memtable to the immutable queue (mu held, as leader). */
+int db_switch_memtable(tdb_t *db, tdb_cf_t *cf) {
+    int rc = TDB_OK;
+    memtable_t *fresh = memtable_create();
+    if (!fresh) return tdb_err(TDB_ERR_NOMEM, "memtable");
+    if (cf->nimm == cf->cap_imm) {
+        int n = cf->cap_imm ? cf->cap_imm * 2 : 4;
+        mem_slot_t *p = (mem_slot_t *)realloc(cf->imm, (size_t)n * sizeof *p);
+        if (!p) RAISE(TDB_ERR_NOMEM, "immutable memtable queue");
+        cf->imm = p;
+        cf->cap_imm = n;
+    }
+    cf->imm[cf->nimm++] = cf->mem;
+    cf->mem.mem = fresh;
+    cf->mem.log_number = db->wal_number;
+    fresh = NULL;
+    TRY(cf_install_sv(cf));
+    db_maybe_schedule(db);
+    return TDB_OK;
+err:
+    if (fresh) memtable_unref(fresh);
+    return rc;
+}
+
+typedef struct apply_ctx {
+    tdb_t *db;
+    uint64_t wal_number; /* recovery: skip families whose log_number is newer */
+} apply_ctx_t;
+
+/* Insert one batch entry into its family's active memtable. */
+static int apply_entry(void *arg, uint64_t seq, const batch_entry_t *e) {
+    apply_ctx_t *c = (apply_ctx_t *)arg;
+    tdb_cf_t *cf = cf_by_id(c->db, e->cf_id);
+    if (!cf || atomic_load(&cf->dropped)) return TDB_OK; /* family dropped */
+    if (c->wal_number && c->wal_number < cf->log_number) return TDB_OK; /* already flushed */
+    return memtable_add(cf->mem.mem, seq, e->type, e->key, e->value);
+}
+
+int db_apply_batch(tdb_t *db, slice_t rep, uint64_t wal_number) {
+    apply_ctx_t c = {db, wal_number};
+    return batch_iterate(rep, apply_entry, &c);
+}
+
+/* Time since an arbitrary origin, microseconds. */
+static uint64_t now_us(tdb_t *db) { return db->env->now_micros(db->env); }
+
+/* Wait on done_cv for up to `us` microseconds (mu held). */
+static void wait_done(tdb_t *db, uint64_t us) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ns = (uint64_t)ts.tv_nsec + us * 1000u;
+    ts.tv_sec += (time_t)(ns / 1000000000u);
+    ts.tv_nsec = (long)(ns % 1000000000u);
+    pthread_cond_timedwait(&db->done_cv, &db->mu, &ts);
+}
+
+/* Ensure every family the group writes has memtable room; apply
+ * back-pressure (mu held, as leader). */
+static int make_room(tdb_t *db, tdb_cf_t **cfs, int ncfs) {
+    uint64_t stall_start = 0, last_progress = 0;
+    uint64_t progress_mark = atomic_load(&db->ctr.flushes) + atomic_load(&db->ctr.compactions);
+    for (;;) {
+        if (db->bg_error != TDB_OK)
+            return tdb_err(TDB_ERR_READ_ONLY, "database is in an error state after: %s", tdb_strerror(db->bg_error));
+        bool rotated = false, wait = false;
+        for (int i = 0; i < ncfs; i++) {
+            tdb_cf_t *cf = cfs[i];
+            if (atomic_load(&cf->dropped)) continue;
+            int l1 = version_num_files(cf->current, 1);
+            if (l1 >= cf->cfg.l1_file_count_trigger * 4) wait = true; /* compaction far behind */
+            if (memtable_memory_usage(cf->mem.mem) < cf->cfg.write_buffer_size) continue;
+            if (cf->nimm >= cf->cfg.l0_queue_stall_threshold) {
+                wait = true;
+                continue;
+            }
+            int rc = TDB_OK;
+            if (!rotated) {
+                rc = db_rotate_wal(db);
+                rotated = true;
+            }
+            if (rc == TDB_OK) rc = db_switch_memtable(db, cf);
+            if (rc != TDB_OK) return rc;
+        }
+        if (!wait) break;
+        uint64_t t = now_us(db);
+        if (!stall_start) stall_start = last_progress = t;
+        uint64_t mark = atomic_load(&db->ctr.flushes) + atomic_load(&db->ctr.compactions);
+        if (mark != progress_mark) {
+            progress_mark = mark;
+            last_progress = t;
+        } else if (t - last_progress > STALL_NO_PROGRESS_LIMIT_US) {
+            atomic_fetch_add(&db->ctr.stall_micros, t - stall_start);
+            return tdb_err(TDB_ERR_BUSY, "write stalled: background flush/compaction made no progress for %u s",
+                           STALL_NO_PROGRESS_LIMIT_US / 1000000u);
+        }
+        db_maybe_schedule(db);
+        wait_done(db, 100000);
+    }
+    if (stall_start) atomic_fetch_add(&db->ctr.stall_micros, now_us(db) - stall_start);
+    return TDB_OK;
+}
+
+/* Add a family to a small distinct list. */
+static int note_cf(tdb_cf_t ***v, int *n, int *cap, tdb_cf_t *cf) {
+    for (int i = 0; i < *n; i++)
+        if ((*v)[i] == cf) return TDB_OK;
+    if (*n == *cap) {
+        int nc = *cap ? *cap * 2 : 8;
+        tdb_cf_t **p = (tdb_cf_t **)realloc(*v, (size_t)nc * sizeof *p);
+        if (!p) return tdb_err(TDB_ERR_NOMEM, "write group");
+        *v = p;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = cf;
+    return TDB_OK;
+}
+
+/* Leader: commit the group starting at `self` (mu held on entry and exit). */
+static void commit_group(tdb_t *db, writer_t *self) {
+    tdb_cf_t **cfs = NULL;
+    int ncfs = 0, capcfs = 0, n = 0, rc = TDB_OK;
+    writer_t *last = self;
+    size_t bytes = 0;
+    /* Form the group: consecutive batch writers up to a byte budget. */
+    for (writer_t *w = self; w && w->batch; w = w->next) {
+        size_t sz = batch_rep(w->batch).size;
+        if (w != self && bytes + sz > MAX_GROUP_BYTES) break;
+        bytes += sz;
+        last = w;
+        n++;
+        tdb_cf_t **bc;
+        int nb = batch_cfs(w->batch, &bc);
+        for (int i = 0; i < nb && rc == TDB_OK; i++) rc = note_cf(&cfs, &ncfs, &capcfs, bc[i]);
+    }
+    if (rc == TDB_OK) rc = make_room(db, cfs, ncfs);
+    slice_t *payloads = rc == TDB_OK ? (slice_t *)malloc((size_t)n * sizeof *payloads) : NULL;
+    if (rc == TDB_OK && !payloads) rc = tdb_err(TDB_ERR_NOMEM, "write group");
+    int np = 0;
+    bool sync = false, dirty = false;
+    uint64_t seq = atomic_load(&db->last_seq) + 1, user_bytes = 0;
+    for (writer_t *w = self; rc == TDB_OK; w = w->next) {
+        tdb_cf_t **bc;
+        int nb = batch_cfs(w->batch, &bc);
+        w->rc = TDB_OK;
+        for (int i = 0; i < nb; i++)
+            if (atomic_load(&bc[i]->dropped)) w->rc = tdb_err(TDB_ERR_CLOSED, "column family '%s' was dropped", bc[i]->name);
+        if (w->rc == TDB_OK) {
+            batch_set_seq(w->batch, seq);
+            seq += tdb_batch_count(w->batch);
+            payloads[np++] = batch_rep(w->batch);
+            user_bytes += batch_user_bytes(w->batch);
+            sync |= w->sync;
+            for (int i = 0; i < nb; i++) dirty |= bc[i]->cfg.sync_mode == TDB_SYNC_INTERVAL;
+        }
+        if (w == last) break;
+    }
+    pthread_mutex_unlock(&db->mu);
+
+    if (rc == TDB_OK && np > 0) {
+        uint64_t before = wal_writer_size(db->wal);
+        rc = wal_writer_add(db->wal, payloads, np);
+        if (rc == TDB_OK && sync) rc = wal_writer_sync(db->wal);
+        if (rc == TDB_OK && dirty && !sync) atomic_store(&db->wal_dirty, true);
+        atomic_fetch_add(&db->ctr.wal_bytes, wal_writer_size(db->wal) - before);
+        if (rc != TDB_OK) {
+            db_log(db, TDB_LOG_ERROR, "WAL write failed: %s", tdb_last_error());
+        } else {
+            for (int i = 0; i < np && rc == TDB_OK; i++) rc = db_apply_batch(db, payloads[i], 0);
+            if (rc == TDB_OK) {
+                atomic_store(&db->last_seq, seq - 1);
+                atomic_store(&db->visible_seq, seq - 1);
+                atomic_fetch_add(&db->ctr.user_bytes, user_bytes);
+            }
+        }
+    }
+
+    pthread_mutex_lock(&db->mu);
+    if (rc != TDB_OK && np > 0 && db->bg_error == TDB_OK) db->bg_error = rc; /* sticky: WAL state unknown */
+    for (writer_t *w = self;; w = w->next) {
+        if (rc != TDB_OK) w->rc = rc;
+        w->done = true;
+        if (w != self) pthread_cond_signal(&w->cv);
+        if (w == last) break;
+    }
+    db->wq_head = last->next;
+    if (!db->wq_head) db->wq_tail = NULL;
+    else pthread_cond_signal(&db->wq_head->cv);
+    free(payloads);
+    free(cfs);
+}
+
+/* Enqueue a writer and wait until it is done or leads (mu held). */
+static void enqueue_and_wait(tdb_t *db, writer_t *w) {
+    w->next = NULL;
+    if (db->wq_tail) db->wq_tail->next = w;
+    else db->wq_head = w;
+    db->wq_tail = w;
+    while (!w->done && db->wq_head != w) pthread_cond_wait(&w->cv, &db->mu);
+}
+
+/* Become the only active writer (mu held): for DDL and maintenance that must
+ * not race with memtable inserts. Pair with db_exit_exclusive. */
+void db_enter_exclusive(tdb_t *db, writer_t *w) {
+    memset(w, 0, sizeof *w);
+    pthread_cond_init(&w->cv, NULL);
+    enqueue_and_wait(db, w);
+}
+
+void db_exit_exclusive(tdb_t *db, writer_t *w) {
+    db->wq_head = w->next;
+    if (!db->wq_head) db->wq_tail = NULL;
+    else pthread_cond_signal(&db->wq_head->cv);
+    pthread_cond_destroy(&w->cv);
+}
+
+int tdb_write(tdb_t *db, tdb_batch_t *b) {
+    if (!db || !b) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_write: NULL argument");
+    if (tdb_batch_count(b) == 0) return TDB_OK;
+    tdb_cf_t **cfs;
+    int ncfs = batch_cfs(b, &cfs);
+    writer_t w;
+    memset(&w, 0, sizeof w);
+    w.batch = b;
+    for (int i = 0; i < ncfs; i++) {
+        int rc = db_check_cf(db, cfs[i]);
+        if (rc != TDB_OK) return rc;
+        w.sync |= cfs[i]->cfg.sync_mode == TDB_SYNC_FULL;
+    }
+    pthread_cond_init(&w.cv, NULL);
+    pthread_mutex_lock(&db->mu);
+    enqueue_and_wait(db, &w);
+    if (!w.done) commit_group(db, &w);
+    pthread_mutex_unlock(&db->mu);
+    pthread_cond_destroy(&w.cv);
+    return w.rc;
+}
+
+/* Single-operation convenience: a one-entry batch on the stack's heap. */
+static int write_one(tdb_t *db, tdb_cf_t *cf, unsigned type, const void *key, size_t klen, const void *val,
+                     size_t vlen, int64_t ttl) {
+    tdb_batch_t *b;
+    int rc = tdb_batch_create(&b);
+    if (rc != TDB_OK) return rc;
+    rc = type == KT_DELETE ? tdb_batch_delete(b, cf, key, klen) : tdb_batch_put(b, cf, key, klen, val, vlen, ttl);
+    if (rc == TDB_OK) rc = tdb_write(db, b);
+    tdb_batch_destroy(b);
+    return rc;
+}
+
+int tdb_put(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen, const void *val, size_t vlen, int64_t ttl) {
+    return write_one(db, cf, KT_PUT, key, klen, val, vlen, ttl);
+}
+
+int tdb_delete(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen) {
+    return write_one(db, cf, KT_DELETE, key, klen, NULL, 0, 0);
+}
+
+/* Background fsync of the WAL for families in TDB_SYNC_INTERVAL mode. */
+void *db_sync_thread(void *arg) {
+    tdb_t *db = (tdb_t *)arg;
+    pthread_mutex_lock(&db->mu);
+    while (!db->shutting_down) {
+        uint64_t interval = db->min_sync_interval_us ? db->min_sync_interval_us : 100000;
+        if (interval > 100000) interval = 100000;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t ns = (uint64_t)ts.tv_nsec + interval * 1000u;
+        ts.tv_sec += (time_t)(ns / 1000000000u);
+        ts.tv_nsec = (long)(ns % 1000000000u);
+        pthread_cond_timedwait(&db->bg_cv, &db->mu, &ts);
+        if (db->shutting_down) break;
+        pthread_mutex_unlock(&db->mu);
+        pthread_mutex_lock(&db->wal_mu);
+        int rc = TDB_OK;
+        if (db->wal && atomic_exchange(&db->wal_dirty, false)) rc = wal_writer_sync(db->wal);
+        pthread_mutex_unlock(&db->wal_mu);
+        pthread_mutex_lock(&db->mu);
+        if (rc != TDB_OK && db->bg_error == TDB_OK) {
+            db_log(db, TDB_LOG_ERROR, "interval WAL sync failed: %s", tdb_last_error());
+            db->bg_error = rc;
+        }
+    }
+    pthread_mutex_unlock(&db->mu);
+    return NULL;
+}

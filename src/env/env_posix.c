@@ -1,0 +1,452 @@
+/*
+ * env/env_posix: the real environment on a POSIX filesystem.
+ *
+ * Invariants
+ *  - Every error is raised with tdb_err(tdb_errno_code(errno), ...) and a
+ *    detail naming the operation, the path and strerror(errno).
+ *  - Writable files: fd opened O_WRONLY|O_CREAT|O_TRUNC; append() is an
+ *    unbuffered write() loop (EINTR and short writes retried), so one
+ *    append() is one write() syscall whenever the kernel accepts it whole;
+ *    `size` counts bytes appended (including those of a failed append that
+ *    reached the file). Used by one thread at a time.
+ *  - Readable files: only pread() is used, so any number of threads may read
+ *    one handle concurrently; nothing in the handle is mutated after open.
+ *  - Locks: g_locks (guarded by g_lock_mu) lists every lock held by this
+ *    process, by canonical path and by (device, inode). A second lock of the
+ *    same file from this process is refused before flock() is even tried, so
+ *    the refusal holds on filesystems where flock() is a no-op. Across
+ *    processes flock(LOCK_EX|LOCK_NB) decides (fcntl() record locks as a
+ *    fallback where flock() is unsupported).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "env/env.h"
+#include "util/error.h"
+
+typedef struct posix_file {
+    env_file_t base;
+    int fd;
+    int writable;
+    uint64_t size; /* writable: bytes appended so far */
+    char *path;
+} posix_file_t;
+
+struct env_lock {
+    int fd;
+    dev_t dev;
+    ino_t ino;
+    char *path;  /* as given by the caller, for messages */
+    char *canon; /* realpath() of the lock file, or a copy of path */
+    struct env_lock *next;
+};
+
+static pthread_mutex_t g_lock_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct env_lock *g_locks; /* guarded by g_lock_mu */
+
+/* Text of errnum without touching the shared strerror() buffer. */
+static const char *os_strerror(int errnum, char *buf, size_t n) {
+#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+    return strerror_r(errnum, buf, n);
+#else
+    if (strerror_r(errnum, buf, n) != 0) snprintf(buf, n, "errno %d", errnum);
+    return buf;
+#endif
+}
+
+/* Raise the TDB code of errnum with "op path: strerror". */
+static int os_err(int errnum, const char *op, const char *path) {
+    char tmp[128];
+    return tdb_err(tdb_errno_code(errnum), "%s %s: %s", op, path, os_strerror(errnum, tmp, sizeof tmp));
+}
+
+/* Allocate a file handle owning a copy of path. */
+static posix_file_t *file_new(env_t *e, const char *path, int fd, int writable) {
+    posix_file_t *f = (posix_file_t *)calloc(1, sizeof *f);
+    if (!f) return NULL;
+    f->path = strdup(path);
+    if (!f->path) {
+        free(f);
+        return NULL;
+    }
+    f->base.env = e;
+    f->fd = fd;
+    f->writable = writable;
+    return f;
+}
+
+/* open() retried on EINTR. */
+static int open_retry(const char *path, int flags, mode_t mode) {
+    int fd;
+    do {
+        fd = open(path, flags, mode);
+    } while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
+/* Create (truncating) a file for appending. */
+static int px_open_writable(env_t *e, const char *path, env_file_t **out) {
+    *out = NULL;
+    int fd = open_retry(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return os_err(errno, "create", path);
+    posix_file_t *f = file_new(e, path, fd, 1);
+    if (!f) {
+        close(fd);
+        return tdb_err(TDB_ERR_NOMEM, "create %s: out of memory", path);
+    }
+    *out = &f->base;
+    return TDB_OK;
+}
+
+/* Open an existing file for random reads. */
+static int px_open_readable(env_t *e, const char *path, env_file_t **out) {
+    *out = NULL;
+    int fd = open_retry(path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return os_err(errno, "open", path);
+    posix_file_t *f = file_new(e, path, fd, 0);
+    if (!f) {
+        close(fd);
+        return tdb_err(TDB_ERR_NOMEM, "open %s: out of memory", path);
+    }
+    *out = &f->base;
+    return TDB_OK;
+}
+
+/* Append n bytes with a write() loop that survives EINTR and short writes. */
+static int px_append(env_file_t *fb, const void *data, size_t n) {
+    posix_file_t *f = (posix_file_t *)fb;
+    if (!f->writable) return tdb_err(TDB_ERR_INVALID_ARG, "append %s: file not opened for writing", f->path);
+    const char *p = (const char *)data;
+    while (n > 0) {
+        ssize_t w = write(f->fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return os_err(errno, "write", f->path);
+        }
+        if (w == 0) return tdb_err(TDB_ERR_IO, "write %s: no progress", f->path);
+        p += w;
+        n -= (size_t)w;
+        f->size += (uint64_t)w;
+    }
+    return TDB_OK;
+}
+
+/* pread loop: fills buf unless end of file is reached first. */
+static int px_pread(env_file_t *fb, uint64_t off, void *buf, size_t n, size_t *nread) {
+    posix_file_t *f = (posix_file_t *)fb;
+    char *p = (char *)buf;
+    size_t got = 0;
+    *nread = 0;
+    if (off > (uint64_t)INT64_MAX) return tdb_err(TDB_ERR_INVALID_ARG, "read %s: offset %llu out of range", f->path, (unsigned long long)off);
+    while (got < n) {
+        ssize_t r = pread(f->fd, p + got, n - got, (off_t)(off + got));
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            char tmp[128];
+            int code = tdb_errno_code(errno);
+            return tdb_err(code, "read %s at offset %llu: %s", f->path, (unsigned long long)(off + got),
+                           os_strerror(errno, tmp, sizeof tmp));
+        }
+        if (r == 0) break; /* end of file */
+        got += (size_t)r;
+    }
+    *nread = got;
+    return TDB_OK;
+}
+
+/* fdatasync the file. */
+static int px_sync(env_file_t *fb) {
+    posix_file_t *f = (posix_file_t *)fb;
+    if (fdatasync(f->fd) != 0) return os_err(errno, "fdatasync", f->path);
+    return TDB_OK;
+}
+
+/* Bytes appended (writable) or current size (readable). */
+static int px_size(env_file_t *fb, uint64_t *out) {
+    posix_file_t *f = (posix_file_t *)fb;
+    if (f->writable) {
+        *out = f->size;
+        return TDB_OK;
+    }
+    struct stat st;
+    if (fstat(f->fd, &st) != 0) return os_err(errno, "stat", f->path);
+    *out = (uint64_t)st.st_size;
+    return TDB_OK;
+}
+
+/* Close and free the handle (always freed). */
+static int px_close(env_file_t *fb) {
+    posix_file_t *f = (posix_file_t *)fb;
+    int rc = TDB_OK;
+    /* Never retry close(): on Linux the fd is released even on EINTR. */
+    if (close(f->fd) != 0 && errno != EINTR) rc = os_err(errno, "close", f->path);
+    free(f->path);
+    free(f);
+    return rc;
+}
+
+/* Size of the file at path. */
+static int px_file_size(env_t *e, const char *path, uint64_t *out) {
+    struct stat st;
+    if (stat(path, &st) != 0) return os_err(errno, "stat", path);
+    *out = (uint64_t)st.st_size;
+    return TDB_OK;
+}
+
+/* 1 if path exists, else 0. */
+static int px_exists(env_t *e, const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Set the file's size. */
+static int px_truncate(env_t *e, const char *path, uint64_t size) {
+    if (size > (uint64_t)INT64_MAX) return tdb_err(TDB_ERR_INVALID_ARG, "truncate %s: size out of range", path);
+    int r;
+    do {
+        r = truncate(path, (off_t)size);
+    } while (r != 0 && errno == EINTR);
+    if (r != 0) return os_err(errno, "truncate", path);
+    return TDB_OK;
+}
+
+/* rename(2): atomically replaces `to`. */
+static int px_rename(env_t *e, const char *from, const char *to) {
+    if (rename(from, to) != 0) {
+        char tmp[128];
+        int en = errno;
+        return tdb_err(tdb_errno_code(en), "rename %s -> %s: %s", from, to, os_strerror(en, tmp, sizeof tmp));
+    }
+    return TDB_OK;
+}
+
+/* unlink(2). */
+static int px_remove(env_t *e, const char *path) {
+    if (unlink(path) != 0) return os_err(errno, "remove", path);
+    return TDB_OK;
+}
+
+/* mkdir(2); an existing directory is success. */
+static int px_mkdir(env_t *e, const char *path) {
+    if (mkdir(path, 0755) == 0) return TDB_OK;
+    int en = errno;
+    if (en == EEXIST) {
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return TDB_OK;
+        return tdb_err(TDB_ERR_EXISTS, "mkdir %s: exists and is not a directory", path);
+    }
+    return os_err(en, "mkdir", path);
+}
+
+/* rmdir(2). */
+static int px_rmdir(env_t *e, const char *path) {
+    if (rmdir(path) != 0) return os_err(errno, "rmdir", path);
+    return TDB_OK;
+}
+
+/* Names in a directory, without "." and "..". */
+static int px_list_dir(env_t *e, const char *path, char ***names, size_t *count) {
+    *names = NULL;
+    *count = 0;
+    DIR *d = opendir(path);
+    if (!d) return os_err(errno, "opendir", path);
+    size_t n = 0, cap = 16;
+    char **v = (char **)malloc(cap * sizeof *v);
+    int rc = TDB_OK;
+    if (!v) {
+        rc = tdb_err(TDB_ERR_NOMEM, "list %s: out of memory", path);
+        goto done;
+    }
+    for (;;) {
+        errno = 0;
+        struct dirent *de = readdir(d);
+        if (!de) {
+            if (errno != 0) rc = os_err(errno, "readdir", path);
+            break;
+        }
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+        if (n == cap) {
+            char **nv = (char **)realloc(v, cap * 2 * sizeof *v);
+            if (!nv) {
+                rc = tdb_err(TDB_ERR_NOMEM, "list %s: out of memory", path);
+                break;
+            }
+            v = nv;
+            cap *= 2;
+        }
+        if (!(v[n] = strdup(de->d_name))) {
+            rc = tdb_err(TDB_ERR_NOMEM, "list %s: out of memory", path);
+            break;
+        }
+        n++;
+    }
+done:
+    closedir(d);
+    if (rc != TDB_OK) {
+        env_free_list(v, n);
+        return rc;
+    }
+    *names = v;
+    *count = n;
+    return TDB_OK;
+}
+
+/* fsync a directory so entries created or renamed in it are durable. */
+static int px_sync_dir(env_t *e, const char *path) {
+    int fd = open_retry(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (fd < 0) return os_err(errno, "open dir", path);
+    int rc = TDB_OK;
+    if (fsync(fd) != 0 && errno != EINVAL) rc = os_err(errno, "fsync dir", path); /* EINVAL: fs cannot sync dirs */
+    close(fd);
+    return rc;
+}
+
+/* Take a cross-process exclusive lock on fd: TDB_OK, TDB_ERR_LOCKED, or 1 if
+ * the filesystem supports neither flock() nor fcntl() locks. */
+static int os_lock(int fd, const char *path) {
+    int r;
+    do {
+        r = flock(fd, LOCK_EX | LOCK_NB);
+    } while (r != 0 && errno == EINTR);
+    if (r == 0) return TDB_OK;
+    if (errno == EWOULDBLOCK) return tdb_err(TDB_ERR_LOCKED, "lock %s: held by another process", path);
+    if (errno != ENOLCK && errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL)
+        return os_err(errno, "flock", path);
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    do {
+        r = fcntl(fd, F_SETLK, &fl);
+    } while (r != 0 && errno == EINTR);
+    if (r == 0) return TDB_OK;
+    if (errno == EACCES || errno == EAGAIN) return tdb_err(TDB_ERR_LOCKED, "lock %s: held by another process", path);
+    return 1; /* no lock support: the in-process registry is all we have */
+}
+
+/* The registered lock on the same file (by device/inode or canonical path),
+ * or NULL. Caller holds g_lock_mu. */
+static struct env_lock *lock_find(int have_id, dev_t dev, ino_t ino, const char *canon) {
+    for (struct env_lock *h = g_locks; h; h = h->next) {
+        if (have_id && h->dev == dev && h->ino == ino) return h;
+        if (canon && strcmp(h->canon, canon) == 0) return h;
+    }
+    return NULL;
+}
+
+/* Exclusive lock on path (created if missing), held until unlock. */
+static int px_lock_file(env_t *e, const char *path, env_lock_t **out) {
+    *out = NULL;
+    struct env_lock *l = (struct env_lock *)calloc(1, sizeof *l);
+    if (!l || !(l->path = strdup(path))) {
+        free(l);
+        return tdb_err(TDB_ERR_NOMEM, "lock %s: out of memory", path);
+    }
+    l->fd = -1;
+    int rc = TDB_OK;
+    struct stat st;
+    memset(&st, 0, sizeof st);
+    struct env_lock *held;
+    pthread_mutex_lock(&g_lock_mu);
+    /* Refuse a lock this process holds before opening the file: with fcntl()
+     * locks, closing any descriptor of the file would drop the held lock. */
+    l->canon = realpath(path, NULL); /* NULL if the file does not exist yet */
+    int have_id = stat(path, &st) == 0;
+    if ((held = lock_find(have_id, st.st_dev, st.st_ino, l->canon)) != NULL)
+        RAISE(TDB_ERR_LOCKED, "lock %s: already held by this process (as %s)", path, held->path);
+    l->fd = open_retry(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (l->fd < 0) {
+        rc = os_err(errno, "open lock file", path);
+        goto err;
+    }
+    if (fstat(l->fd, &st) != 0) {
+        rc = os_err(errno, "stat lock file", path);
+        goto err;
+    }
+    l->dev = st.st_dev;
+    l->ino = st.st_ino;
+    if (!l->canon) l->canon = realpath(path, NULL);
+    if (!l->canon) l->canon = strdup(path);
+    if (!l->canon) RAISE(TDB_ERR_NOMEM, "lock %s: out of memory", path);
+    if ((held = lock_find(1, l->dev, l->ino, l->canon)) != NULL)
+        RAISE(TDB_ERR_LOCKED, "lock %s: already held by this process (as %s)", path, held->path);
+    rc = os_lock(l->fd, path);
+    if (rc == 1) rc = TDB_OK;
+    if (rc != TDB_OK) goto err;
+    l->next = g_locks;
+    g_locks = l;
+    pthread_mutex_unlock(&g_lock_mu);
+    *out = l;
+    return TDB_OK;
+err:
+    if (l->fd >= 0) close(l->fd);
+    pthread_mutex_unlock(&g_lock_mu);
+    free(l->canon);
+    free(l->path);
+    free(l);
+    return rc;
+}
+
+/* Release a lock taken by px_lock_file and free it. */
+static int px_unlock_file(env_t *e, env_lock_t *l) {
+    if (!l) return TDB_OK;
+    int rc = TDB_OK;
+    pthread_mutex_lock(&g_lock_mu);
+    for (struct env_lock **pp = &g_locks; *pp; pp = &(*pp)->next) {
+        if (*pp == l) {
+            *pp = l->next;
+            break;
+        }
+    }
+    /* Closing the only descriptor releases the flock/fcntl lock; do it under
+     * the mutex so a concurrent relock in this process cannot race it. */
+    if (close(l->fd) != 0 && errno != EINTR) rc = os_err(errno, "close lock file", l->path);
+    pthread_mutex_unlock(&g_lock_mu);
+    free(l->canon);
+    free(l->path);
+    free(l);
+    return rc;
+}
+
+/* Microseconds on CLOCK_MONOTONIC. */
+static uint64_t px_now_micros(env_t *e) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static env_t g_posix_env = {
+    .open_writable = px_open_writable,
+    .open_readable = px_open_readable,
+    .append = px_append,
+    .pread = px_pread,
+    .sync = px_sync,
+    .size = px_size,
+    .close = px_close,
+    .file_size = px_file_size,
+    .exists = px_exists,
+    .truncate = px_truncate,
+    .rename = px_rename,
+    .remove = px_remove,
+    .mkdir = px_mkdir,
+    .rmdir = px_rmdir,
+    .list_dir = px_list_dir,
+    .sync_dir = px_sync_dir,
+    .lock_file = px_lock_file,
+    .unlock_file = px_unlock_file,
+    .now_micros = px_now_micros,
+};
+
+/* The process-wide POSIX environment (a static singleton). */
+env_t *env_posix(void) { return &g_posix_env; }

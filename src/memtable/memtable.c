@@ -1,0 +1,206 @@
+/*
+ * memtable: arena-backed lock-free skip list of internal keys (invariants
+ * in memtable.h).
+ */
+#include "memtable/memtable.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "memtable/arena.h"
+#include "memtable/skiplist.h"
+#include "util/coding.h"
+#include "util/error.h"
+#include "util/ikey.h"
+
+/* Largest arena block; blocks start at ARENA_MIN_BLOCK and double up to
+ * this, so the flush trigger overshoots by at most one block. */
+#define MEMTABLE_BLOCK_SIZE (256u * 1024u)
+
+struct memtable {
+    _Atomic int refs;
+    _Atomic uint64_t entries;
+    _Atomic uint64_t deletes;
+    arena_t *arena;
+    skiplist_t *list;
+};
+
+/* Create an empty memtable with one reference. */
+memtable_t *memtable_create(void) {
+    memtable_t *m = (memtable_t *)malloc(sizeof *m);
+    if (!m) return NULL;
+    m->arena = arena_create(MEMTABLE_BLOCK_SIZE);
+    m->list = m->arena ? skiplist_create(m->arena) : NULL;
+    if (!m->list) {
+        arena_destroy(m->arena);
+        free(m);
+        return NULL;
+    }
+    atomic_init(&m->refs, 1);
+    atomic_init(&m->entries, 0);
+    atomic_init(&m->deletes, 0);
+    return m;
+}
+
+/* Take a reference. */
+void memtable_ref(memtable_t *m) { atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed); }
+
+/* Drop a reference; the last one frees everything. */
+void memtable_unref(memtable_t *m) {
+    if (!m) return;
+    /* acq_rel: the freeing thread must see every other holder's accesses
+     * as finished (release by them, acquire by it). */
+    if (atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) != 1) return;
+    arena_destroy(m->arena);
+    free(m);
+}
+
+/* Encode the entry once into a fresh node, then link it. */
+int memtable_add(memtable_t *m, uint64_t seq, unsigned type, slice_t user_key, slice_t value) {
+    if (type >= 0x80 || seq > SEQ_MAX)
+        return tdb_err(TDB_ERR_INVALID_ARG, "memtable add: bad type %u or seq %llu", type,
+                       (unsigned long long)seq);
+    if (user_key.size > UINT32_MAX - IKEY_TRAILER || value.size > UINT32_MAX)
+        return tdb_err(TDB_ERR_TOO_LARGE, "memtable add: key %zu / value %zu bytes", user_key.size,
+                       value.size);
+    uint32_t klen = (uint32_t)(user_key.size + IKEY_TRAILER);
+    uint32_t vlen = (uint32_t)value.size;
+    size_t size = (size_t)varint_length(klen) + klen + (size_t)varint_length(vlen) + vlen;
+    int height;
+    char *e = skiplist_alloc(m->list, size, &height);
+    if (!e) return tdb_err(TDB_ERR_NOMEM, "memtable add: arena allocation of %zu bytes", size);
+
+    char *p = enc_varint32(e, klen);
+    if (user_key.size) memcpy(p, user_key.data, user_key.size);
+    enc_fixed64(p + user_key.size, ikey_pack(seq, type));
+    p = enc_varint32(p + klen, vlen);
+    if (vlen) memcpy(p, value.data, vlen);
+
+    skiplist_insert(m->list, e, height);
+    atomic_fetch_add_explicit(&m->entries, 1, memory_order_relaxed);
+    if (type == KT_DELETE || type == KT_SINGLE_DELETE)
+        atomic_fetch_add_explicit(&m->deletes, 1, memory_order_relaxed);
+    return TDB_OK;
+}
+
+/* One descent to (user_key, snap_seq, KT_SEEK); match on the user key. */
+int memtable_get(memtable_t *m, slice_t user_key, uint64_t snap_seq, unsigned *type, uint64_t *seq,
+                 slice_t *value) {
+    if (snap_seq > SEQ_MAX) snap_seq = SEQ_MAX;
+    const char *e = skiplist_seek(m->list, user_key, ikey_pack(snap_seq, KT_SEEK));
+    if (!e) return 0;
+    const char *rest;
+    slice_t k = skiplist_entry_key(e, &rest);
+    if (!slice_equal(ikey_user(k), user_key)) return 0;
+    uint64_t t = ikey_trailer(k);
+    if (type) *type = (unsigned)(t & 0xff);
+    if (seq) *seq = t >> 8;
+    if (value) *value = skiplist_entry_value(rest);
+    return 1;
+}
+
+/* Arena bytes reserved. */
+size_t memtable_memory_usage(const memtable_t *m) { return arena_memory_usage(m->arena); }
+
+/* Entries added so far. */
+uint64_t memtable_num_entries(const memtable_t *m) {
+    return atomic_load_explicit(&((memtable_t *)(uintptr_t)m)->entries, memory_order_relaxed);
+}
+
+/* Deletion entries added so far. */
+uint64_t memtable_num_deletes(const memtable_t *m) {
+    return atomic_load_explicit(&((memtable_t *)(uintptr_t)m)->deletes, memory_order_relaxed);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Iterator                                                                */
+/* ---------------------------------------------------------------------- */
+
+typedef struct mt_iter {
+    iter_t base;
+    memtable_t *m;
+    const char *node; /* current entry or NULL */
+    slice_t key, value;
+} mt_iter_t;
+
+/* Move to entry e (or invalid if NULL), decoding key and value once. */
+static void mt_iter_set(mt_iter_t *it, const char *e) {
+    it->node = e;
+    if (e) {
+        const char *rest;
+        it->key = skiplist_entry_key(e, &rest);
+        it->value = skiplist_entry_value(rest);
+    }
+}
+
+/* Valid while on an entry. */
+static int mt_iter_valid(const iter_t *it) { return ((const mt_iter_t *)it)->node != NULL; }
+
+/* First entry. */
+static void mt_iter_seek_to_first(iter_t *it) {
+    mt_iter_t *mi = (mt_iter_t *)it;
+    mt_iter_set(mi, skiplist_first(mi->m->list));
+}
+
+/* Last entry. */
+static void mt_iter_seek_to_last(iter_t *it) {
+    mt_iter_t *mi = (mt_iter_t *)it;
+    mt_iter_set(mi, skiplist_last(mi->m->list));
+}
+
+/* First entry >= t. A target too short to be an internal key is taken as a
+ * bare user key (before all of its versions). */
+static void mt_iter_seek(iter_t *it, slice_t t) {
+    mt_iter_t *mi = (mt_iter_t *)it;
+    if (ikey_valid(t)) mt_iter_set(mi, skiplist_seek(mi->m->list, ikey_user(t), ikey_trailer(t)));
+    else mt_iter_set(mi, skiplist_seek(mi->m->list, t, UINT64_MAX));
+}
+
+/* Following entry (level-0 link). */
+static void mt_iter_next(iter_t *it) {
+    mt_iter_t *mi = (mt_iter_t *)it;
+    if (mi->node) mt_iter_set(mi, skiplist_next(mi->node));
+}
+
+/* Preceding entry: search for the last entry < current. */
+static void mt_iter_prev(iter_t *it) {
+    mt_iter_t *mi = (mt_iter_t *)it;
+    if (mi->node)
+        mt_iter_set(mi, skiplist_seek_before(mi->m->list, ikey_user(mi->key), ikey_trailer(mi->key)));
+}
+
+/* Internal key of the current entry. */
+static slice_t mt_iter_key(const iter_t *it) { return ((const mt_iter_t *)it)->key; }
+
+/* Value of the current entry. */
+static slice_t mt_iter_value(const iter_t *it) { return ((const mt_iter_t *)it)->value; }
+
+/* Memtable iterators cannot fail. */
+static int mt_iter_status(const iter_t *it) { (void)it; return TDB_OK; }
+
+/* Drop the iterator's reference. */
+static void mt_iter_destroy(iter_t *it) {
+    mt_iter_t *mi = (mt_iter_t *)it;
+    memtable_unref(mi->m);
+    free(mi);
+}
+
+static const iter_ops_t g_mt_iter_ops = {
+    mt_iter_valid, mt_iter_seek_to_first, mt_iter_seek_to_last, mt_iter_seek,   mt_iter_next,
+    mt_iter_prev,  mt_iter_key,           mt_iter_value,        mt_iter_status, mt_iter_destroy,
+};
+
+/* New iterator holding its own reference on m. */
+iter_t *memtable_iter(memtable_t *m) {
+    mt_iter_t *it = (mt_iter_t *)malloc(sizeof *it);
+    if (!it) {
+        tdb_err(TDB_ERR_NOMEM, "memtable iterator");
+        return iter_empty(TDB_ERR_NOMEM);
+    }
+    it->base.ops = &g_mt_iter_ops;
+    memtable_ref(m);
+    it->m = m;
+    it->node = NULL;
+    it->key = it->value = slice_make("", 0);
+    return &it->base;
+}

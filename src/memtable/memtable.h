@@ -1,0 +1,85 @@
+/*
+ * memtable: the in-memory write buffer of an LSM tree. Entries are internal
+ * keys (util/ikey.h) with their values, kept sorted in a lock-free skip list
+ * (memtable/skiplist.h) whose nodes and entries live in an arena
+ * (memtable/arena.h).
+ *
+ * Invariants
+ *  - Append-only: an entry, once added, is never changed or removed until
+ *    the memtable is freed. Each entry is encoded once in the arena as
+ *        varint32 ikey_len | ikey | varint32 value_len | value
+ *    directly after its node's links; an add allocates nothing else.
+ *  - (seq, user_key) pairs are unique (the caller guarantees it), so no two
+ *    entries have equal internal keys.
+ *
+ * Thread-safety
+ *  - memtable_add may be called by many threads at once, concurrently with
+ *    any number of readers (memtable_get, iterators, the statistics). No
+ *    locks: inserts CAS into the skip list, readers use acquire loads.
+ *  - A reader sees each concurrent add either completely or not at all; it
+ *    is the caller's job (sequence numbers / snapshots) to hide adds that
+ *    are not yet committed. An iterator sees entries present when it was
+ *    created plus some subset of later ones, always in order.
+ *  - Counters (entries, deletes, memory usage) are updated with relaxed
+ *    atomics: exact once writers are quiescent, approximate meanwhile.
+ *  - An iterator is used by one thread at a time (util/iter.h).
+ *
+ * Lifetime
+ *  - Reference counted: memtable_create() returns one reference;
+ *    memtable_ref/unref are thread-safe; the last unref frees the arena and
+ *    with it every entry. Each iterator holds its own reference.
+ *  - Slices returned by memtable_get and by iterators point into the arena:
+ *    valid while the caller holds a reference (for an iterator: until it is
+ *    destroyed; iterator key/value slices until it moves, per util/iter.h).
+ *  - No add may be running or start when the last reference is dropped.
+ */
+#ifndef TDB_MEMTABLE_MEMTABLE_H
+#define TDB_MEMTABLE_MEMTABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/iter.h"
+#include "util/slice.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct memtable memtable_t;
+
+/* A new empty memtable with one reference; NULL on OOM. */
+memtable_t *memtable_create(void);
+void memtable_ref(memtable_t *m);
+/* Drop a reference; frees the memtable at zero. NULL is ignored. */
+void memtable_unref(memtable_t *m);
+
+/* Insert an entry (thread-safe). type is a KT_* value (< 0x80: else
+ * TDB_ERR_INVALID_ARG); seq <= SEQ_MAX (else TDB_ERR_INVALID_ARG).
+ * TDB_ERR_NOMEM if the arena cannot grow. */
+int memtable_add(memtable_t *m, uint64_t seq, unsigned type, slice_t user_key, slice_t value);
+
+/* Newest entry for user_key with seq <= snap_seq (values above SEQ_MAX are
+ * treated as SEQ_MAX): returns 1 and fills *type, *seq and *value (pointing
+ * into the memtable, valid while the caller holds a reference), or 0 if
+ * there is none. Deletions are returned like any entry (by their type).
+ * One skip-list descent. */
+int memtable_get(memtable_t *m, slice_t user_key, uint64_t snap_seq, unsigned *type, uint64_t *seq,
+                 slice_t *value);
+
+/* Bytes reserved by the arena: the flush trigger. */
+size_t memtable_memory_usage(const memtable_t *m);
+uint64_t memtable_num_entries(const memtable_t *m);
+/* KT_DELETE + KT_SINGLE_DELETE entries. */
+uint64_t memtable_num_deletes(const memtable_t *m);
+
+/* Iterator over internal keys in ikey order, values as stored. Takes its
+ * own reference on m (dropped by iter_destroy). Never NULL: on OOM it
+ * returns an always-invalid iterator whose status is TDB_ERR_NOMEM.
+ * prev() costs one O(log n) descent (search for the last entry < current). */
+iter_t *memtable_iter(memtable_t *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,222 @@
+/*
+ * memtable/skiplist: lock-free insert, lock-free reads (see skiplist.h for
+ * the invariants, node layout and memory ordering).
+ */
+#include "memtable/skiplist.h"
+
+#include <stdatomic.h>
+
+#include "util/coding.h"
+#include "util/error.h"
+#include "util/ikey.h"
+
+typedef _Atomic(char *) link_t;
+
+struct skiplist {
+    arena_t *arena;
+    char *head;              /* entry pointer of the head node (no entry) */
+    _Atomic int max_height;  /* highest level in use; only grows */
+};
+
+/* The level-i link of the node whose entry is e. */
+static inline link_t *sl_link(const char *e, int i) { return ((link_t *)(uintptr_t)e) - 1 - i; }
+
+/* Follow a link (acquire: see everything written before publication). */
+static inline char *sl_next(const char *e, int i) {
+    return atomic_load_explicit(sl_link(e, i), memory_order_acquire);
+}
+
+/* Decode a varint32 we encoded ourselves (trusted, so no bounds). */
+static inline const char *sl_varint(const char *p, uint32_t *v) {
+    uint32_t r = 0;
+    for (int shift = 0;; shift += 7) {
+        uint32_t b = (unsigned char)*p++;
+        r |= (b & 0x7f) << shift;
+        if (!(b & 0x80)) break;
+    }
+    *v = r;
+    return p;
+}
+
+/* Decode the internal key of an entry. */
+slice_t skiplist_entry_key(const char *e, const char **rest) {
+    uint32_t klen;
+    const char *p = sl_varint(e, &klen);
+    if (rest) *rest = p + klen;
+    return slice_make(p, klen);
+}
+
+/* Decode the varint32 length-prefixed value at p. */
+slice_t skiplist_entry_value(const char *p) {
+    uint32_t vlen;
+    p = sl_varint(p, &vlen);
+    return slice_make(p, vlen);
+}
+
+/* Compare an entry's internal key with the target (user, trailer). */
+static inline int sl_cmp(const char *e, slice_t user, uint64_t trailer) {
+    slice_t k = skiplist_entry_key(e, NULL);
+    int r = slice_compare(ikey_user(k), user);
+    if (r) return r;
+    uint64_t t = ikey_trailer(k);
+    return t > trailer ? -1 : (t < trailer);
+}
+
+/* Random height: 1 + geometric(1/BRANCHING), capped; per-thread xorshift. */
+static int sl_random_height(void) {
+    static _Thread_local uint64_t rng;
+    if (TDB_UNLIKELY(rng == 0)) {
+        uint64_t z = (uint64_t)(uintptr_t)&rng + 0x9e3779b97f4a7c15ull;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        rng = (z ^ (z >> 31)) | 1;
+    }
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    uint64_t r = rng; /* log2(BRANCHING) fresh bits per level */
+    int h = 1;
+    while (h < SKIPLIST_MAX_HEIGHT && (r % SKIPLIST_BRANCHING) == 0) {
+        h++;
+        r /= SKIPLIST_BRANCHING;
+    }
+    return h;
+}
+
+/* Carve a node of the given height from the arena; returns its entry. */
+static char *sl_new_node(arena_t *a, int height, size_t entry_size) {
+    size_t links = sizeof(link_t) * (size_t)height;
+    if (entry_size > SIZE_MAX - links) return NULL;
+    char *mem = (char *)arena_alloc(a, links + entry_size);
+    if (!mem) return NULL;
+    char *e = mem + links;
+    for (int i = 0; i < height; i++) atomic_init(sl_link(e, i), NULL);
+    return e;
+}
+
+/* Create an empty list whose head has every level. */
+skiplist_t *skiplist_create(arena_t *arena) {
+    skiplist_t *s = (skiplist_t *)arena_alloc(arena, sizeof *s);
+    if (!s) return NULL;
+    s->arena = arena;
+    s->head = sl_new_node(arena, SKIPLIST_MAX_HEIGHT, 0);
+    if (!s->head) return NULL;
+    atomic_init(&s->max_height, 1);
+    return s;
+}
+
+/* Allocate a node with room for the entry; the caller fills it in. */
+char *skiplist_alloc(skiplist_t *s, size_t entry_size, int *height) {
+    int h = sl_random_height();
+    char *e = sl_new_node(s->arena, h, entry_size);
+    if (e) *height = h;
+    return e;
+}
+
+/* Starting at `from` (< target), walk level i to the last node < target;
+ * *prev gets it and *next its successor (>= target or NULL). */
+static void sl_find_level(const char *from, int i, slice_t user, uint64_t trailer, char **prev,
+                          char **next) {
+    const char *x = from;
+    for (;;) {
+        char *nx = sl_next(x, i);
+        if (nx && sl_cmp(nx, user, trailer) < 0) {
+            x = nx;
+        } else {
+            *prev = (char *)(uintptr_t)x;
+            *next = nx;
+            return;
+        }
+    }
+}
+
+/* Link a node: find the splice top-down, then CAS it in bottom-up. */
+void skiplist_insert(skiplist_t *s, char *e, int height) {
+    slice_t key = skiplist_entry_key(e, NULL);
+    slice_t user = ikey_user(key);
+    uint64_t trailer = ikey_trailer(key);
+
+    int top = atomic_load_explicit(&s->max_height, memory_order_relaxed);
+    while (height > top) {
+        if (atomic_compare_exchange_weak_explicit(&s->max_height, &top, height,
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+            top = height;
+        }
+    }
+
+    char *prev[SKIPLIST_MAX_HEIGHT], *next[SKIPLIST_MAX_HEIGHT];
+    const char *x = s->head;
+    for (int i = top - 1; i >= 0; i--) {
+        sl_find_level(x, i, user, trailer, &prev[i], &next[i]);
+        x = prev[i];
+    }
+
+    for (int i = 0; i < height; i++) {
+        for (;;) {
+            atomic_store_explicit(sl_link(e, i), next[i], memory_order_relaxed);
+            char *expected = next[i];
+            if (atomic_compare_exchange_strong_explicit(sl_link(prev[i], i), &expected, e,
+                                                        memory_order_release,
+                                                        memory_order_relaxed)) {
+                break;
+            }
+            /* Someone linked a node after prev[i]: re-find from there. */
+            sl_find_level(prev[i], i, user, trailer, &prev[i], &next[i]);
+        }
+    }
+}
+
+/* Smallest entry. */
+const char *skiplist_first(const skiplist_t *s) { return sl_next(s->head, 0); }
+
+/* Next entry at level 0. */
+const char *skiplist_next(const char *e) { return sl_next(e, 0); }
+
+/* Largest entry: run right along each level, then down. */
+const char *skiplist_last(const skiplist_t *s) {
+    const char *x = s->head;
+    int i = atomic_load_explicit(&((skiplist_t *)(uintptr_t)s)->max_height, memory_order_relaxed) - 1;
+    for (;;) {
+        char *nx = sl_next(x, i);
+        if (nx) {
+            x = nx;
+        } else if (i == 0) {
+            return x == s->head ? NULL : x;
+        } else {
+            i--;
+        }
+    }
+}
+
+/* Descend to the last node < target; returns it (head if none). */
+static const char *sl_descend(const skiplist_t *s, slice_t user, uint64_t trailer, char **succ) {
+    const char *x = s->head;
+    int i = atomic_load_explicit(&((skiplist_t *)(uintptr_t)s)->max_height, memory_order_relaxed) - 1;
+    char *last_cmp = NULL; /* a node known to be >= target: skip re-comparing */
+    for (;;) {
+        char *nx = sl_next(x, i);
+        if (nx && nx != last_cmp && sl_cmp(nx, user, trailer) < 0) {
+            x = nx;
+        } else {
+            last_cmp = nx;
+            if (i == 0) {
+                if (succ) *succ = nx;
+                return x;
+            }
+            i--;
+        }
+    }
+}
+
+/* First entry >= target. */
+const char *skiplist_seek(const skiplist_t *s, slice_t user, uint64_t trailer) {
+    char *succ;
+    sl_descend(s, user, trailer, &succ);
+    return succ;
+}
+
+/* Last entry < target. */
+const char *skiplist_seek_before(const skiplist_t *s, slice_t user, uint64_t trailer) {
+    const char *x = sl_descend(s, user, trailer, NULL);
+    return x == s->head ? NULL : x;
+}

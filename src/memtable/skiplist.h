@@ -1,0 +1,83 @@
+/*
+ * memtable/skiplist: a lock-free concurrent skip list of memtable entries,
+ * allocated entirely from an arena.
+ *
+ * Entries. A node's entry is an opaque byte string that must begin with a
+ * varint32 length followed by that many bytes of internal key (util/ikey.h);
+ * whatever follows (the memtable puts the value there) is the owner's.
+ * Nodes are ordered by ikey_compare on that key. Keys must be unique: the
+ * list never holds two entries with equal internal keys (the caller
+ * guarantees it; equal keys would be inserted in an unspecified order).
+ *
+ * Node layout (one arena allocation): next[h-1] ... next[1] next[0] entry.
+ * A node is identified by its entry pointer; the level-i link lives just
+ * before it at ((atomic pointer *)entry)[-1 - i]. h is random (1 +
+ * geometric with p = 1/SKIPLIST_BRANCHING), at most SKIPLIST_MAX_HEIGHT.
+ *
+ * Thread-safety and memory ordering
+ *  - Any number of threads may insert concurrently, and any number may read
+ *    concurrently with them; no locks are taken.
+ *  - Insert links a node bottom-up: at each level it stores the node's
+ *    successor (relaxed), then publishes it with a CAS (release) on the
+ *    predecessor's link; on a lost race it re-finds the predecessor at that
+ *    level (starting from the old one, still smaller: nodes are never
+ *    removed) and retries.
+ *  - Readers follow links with acquire loads, so everything written into a
+ *    node (entry bytes, lower links) before it was published is visible to
+ *    any reader that reaches it. Because linking is bottom-up, a node
+ *    reachable at level i is already in the level-0 list.
+ *  - A reader sees some subset of the concurrent inserts, always in order.
+ *  - The list (and every node) lives until its arena is destroyed; entry
+ *    pointers stay valid that long. Nothing is ever removed.
+ */
+#ifndef TDB_MEMTABLE_SKIPLIST_H
+#define TDB_MEMTABLE_SKIPLIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memtable/arena.h"
+#include "util/slice.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SKIPLIST_MAX_HEIGHT 12
+#define SKIPLIST_BRANCHING 4
+
+typedef struct skiplist skiplist_t;
+
+/* Create an empty list inside the arena (freed with it). NULL on OOM. */
+skiplist_t *skiplist_create(arena_t *arena);
+
+/* Allocate a node of random height with entry_size bytes of entry storage.
+ * Returns the entry pointer to fill in, and the height for
+ * skiplist_insert(); NULL on OOM. Thread-safe. */
+char *skiplist_alloc(skiplist_t *s, size_t entry_size, int *height);
+
+/* Link a filled node into the list. Thread-safe, lock-free. */
+void skiplist_insert(skiplist_t *s, char *entry, int height);
+
+/* Navigation; each returns an entry pointer or NULL. A target is an
+ * internal key split into its user key and its trailer
+ * (seq << 8 | type). */
+const char *skiplist_first(const skiplist_t *s);
+const char *skiplist_last(const skiplist_t *s);
+const char *skiplist_next(const char *entry);
+/* First entry >= target. */
+const char *skiplist_seek(const skiplist_t *s, slice_t user, uint64_t trailer);
+/* Last entry < target. */
+const char *skiplist_seek_before(const skiplist_t *s, slice_t user, uint64_t trailer);
+
+/* The internal key at the start of an entry; *rest (optional) is set to the
+ * first byte after it. */
+slice_t skiplist_entry_key(const char *entry, const char **rest);
+/* Decode a varint32 length-prefixed byte string at p (as the memtable
+ * stores values after the key). */
+slice_t skiplist_entry_value(const char *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,730 @@
+/*
+ * sst/sst_reader: opening, point lookups, iteration and verification of one
+ * SSTable (layout in sst/sst.h).
+ *
+ * Invariants
+ *  - After open, everything in sst_reader_t except `refs` and
+ *    `disk_reads` (atomics) is immutable, so any number of threads may call
+ *    get/iter/may_contain/verify concurrently. The env file supports
+ *    concurrent pread; the block cache is internally locked.
+ *  - The index is decoded at open into `idx` (keys in `idx_keys`), checked
+ *    to be strictly increasing, with block handles strictly increasing,
+ *    non-overlapping and inside [0, data_end), data_end = start of the
+ *    metadata blocks.
+ *  - A block or value record is used only after its trailer checksum was
+ *    verified and its decoded size bounded (data blocks by the recorded
+ *    max_block_raw, value records by their recorded raw size).
+ *  - Cache values are sst_block_t objects: the decoded payload, freed by
+ *    sst_block_cache_deleter. A pinned handle keeps one alive.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sst/block.h"
+#include "sst/bloom.h"
+#include "sst/compress.h"
+#include "sst/format.h"
+#include "sst/sst.h"
+#include "util/coding.h"
+#include "util/error.h"
+
+/* Decoded record payload: the block cache's value type. */
+typedef struct sst_block {
+    char *data;
+    size_t size;
+} sst_block_t;
+
+/* A loaded record: either pinned in the cache (h) or owned (h == NULL). */
+typedef struct block_ref {
+    sst_block_t *blk;
+    lru_handle_t *h;
+} block_ref_t;
+
+typedef struct idx_entry {
+    const char *key;
+    uint32_t key_len;
+    uint64_t offset, size;
+} idx_entry_t;
+
+struct sst_reader {
+    env_t *env;
+    env_file_t *file;
+    char *path;
+    uint64_t file_number;
+    lru_cache_t *cache;
+    atomic_int refs;
+    atomic_uint_fast64_t disk_reads;
+    uint64_t file_size;
+    uint64_t data_end;
+    sst_props_t props;
+    sst_props_ext_t ext;
+    idx_entry_t *idx;
+    size_t nblocks;
+    char *idx_keys;
+    char *filter;
+    size_t filter_size;
+};
+
+/* Free a decoded record. */
+static void block_free(sst_block_t *b) {
+    if (!b) return;
+    free(b->data);
+    free(b);
+}
+
+/* Cache deleter: frees an sst_block_t. */
+void sst_block_cache_deleter(void *value, void *ctx) {
+    (void)ctx;
+    block_free((sst_block_t *)value);
+}
+
+/* Unpin or free a loaded record. */
+static void ref_release(const sst_reader_t *r, block_ref_t *ref) {
+    if (ref->h)
+        lru_cache_release(r->cache, ref->h);
+    else
+        block_free(ref->blk);
+    ref->h = NULL;
+    ref->blk = NULL;
+}
+
+/* Re-raise the current thread's error detail prefixed with file and offset. */
+static int wrap_err(const sst_reader_t *r, int rc, const char *what, uint64_t off) {
+    char detail[256];
+    snprintf(detail, sizeof detail, "%s", tdb_last_error());
+    return tdb_err(rc, "%s: %s at offset %llu: %s", r->path, what, (unsigned long long)off, detail);
+}
+
+/* Read and verify a raw record of `size` payload bytes at off within
+ * [0, end); *buf receives size + trailer bytes (malloc'd). */
+static int read_raw(sst_reader_t *r, uint64_t off, uint64_t size, uint64_t end, const char *what, char **buf,
+                    unsigned *type) {
+    int rc = TDB_OK;
+    char *p = NULL;
+    if (size > end || end - size < SST_TRAILER_SIZE || off > end - size - SST_TRAILER_SIZE)
+        RAISE(TDB_ERR_CORRUPTION, "%s: %s at offset %llu size %llu: outside the file (%llu bytes)", r->path, what,
+              (unsigned long long)off, (unsigned long long)size, (unsigned long long)r->file_size);
+    p = (char *)malloc((size_t)size + SST_TRAILER_SIZE);
+    if (!p) RAISE(TDB_ERR_NOMEM, "%s: %s of %llu bytes", r->path, what, (unsigned long long)size);
+    TRY(env_read_exact(r->file, off, p, (size_t)size + SST_TRAILER_SIZE, r->path));
+    TRY(sst_check_record(p, size, type, r->path, what, off));
+    *buf = p;
+    return TDB_OK;
+err:
+    free(p);
+    return rc;
+}
+
+/* Read, verify and decode the record at (off, size): decoded size <= max_raw. */
+static int read_record(sst_reader_t *r, uint64_t off, uint64_t size, uint64_t max_raw, const char *what,
+                       sst_block_t **out) {
+    int rc = TDB_OK;
+    char *raw = NULL;
+    unsigned type;
+    buf_t dec = {0};
+    sst_block_t *b = NULL;
+    TRY(read_raw(r, off, size, r->data_end, what, &raw, &type));
+    atomic_fetch_add_explicit(&r->disk_reads, 1, memory_order_relaxed);
+    b = (sst_block_t *)malloc(sizeof *b);
+    if (!b) RAISE(TDB_ERR_NOMEM, "%s: block", r->path);
+    if (type == TDB_COMPRESS_NONE) {
+        if (size > max_raw)
+            RAISE(TDB_ERR_CORRUPTION, "%s: %s at offset %llu: size %llu above maximum %llu", r->path, what,
+                  (unsigned long long)off, (unsigned long long)size, (unsigned long long)max_raw);
+        b->data = raw;
+        b->size = (size_t)size;
+        raw = NULL;
+    } else {
+        rc = tdb_decompress((int)type, slice_make(raw, (size_t)size), (size_t)max_raw, &dec);
+        if (rc != TDB_OK) {
+            rc = wrap_err(r, rc, what, off);
+            goto err;
+        }
+        b->data = dec.data;
+        b->size = dec.size;
+        dec.data = NULL;
+    }
+    *out = b;
+    b = NULL;
+err:
+    free(raw);
+    buf_free(&dec);
+    free(b);
+    return rc;
+}
+
+/* Get a decoded record through the block cache (or straight from disk). */
+static int load_record(sst_reader_t *r, uint64_t off, uint64_t size, uint64_t max_raw, int use_cache,
+                       const char *what, block_ref_t *ref) {
+    ref->h = NULL;
+    ref->blk = NULL;
+    if (use_cache && r->cache) {
+        lru_handle_t *h = lru_cache_lookup(r->cache, r->file_number, off);
+        if (h) {
+            ref->h = h;
+            ref->blk = (sst_block_t *)lru_handle_value(h);
+            return TDB_OK;
+        }
+    }
+    int rc = read_record(r, off, size, max_raw, what, &ref->blk);
+    if (rc != TDB_OK) return rc;
+    if (use_cache && r->cache) {
+        ref->h = lru_cache_insert(r->cache, r->file_number, off, ref->blk, ref->blk->size);
+        /* NULL: out of memory for the entry; we keep owning the block. */
+    }
+    return TDB_OK;
+}
+
+/* Load data block i of the index. */
+static int load_data_block(sst_reader_t *r, size_t i, int use_cache, block_ref_t *ref) {
+    return load_record(r, r->idx[i].offset, r->idx[i].size, r->ext.max_block_raw, use_cache, "data block", ref);
+}
+
+/* Resolve a separated value reference into *out (buf_clear then append). */
+static int resolve_value(sst_reader_t *r, slice_t refv, int use_cache, uint64_t block_off, buf_t *out) {
+    int rc = TDB_OK;
+    block_ref_t ref = {0};
+    uint64_t off;
+    uint32_t stored, raw;
+    const char *p = refv.data, *limit = refv.data + refv.size;
+    if (!(p = dec_varint64(p, limit, &off)) || !(p = dec_varint32(p, limit, &stored)) ||
+        !(p = dec_varint32(p, limit, &raw)) || p != limit)
+        RAISE(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: bad value reference", r->path,
+              (unsigned long long)block_off);
+    /* A value record is written before the block that references it. */
+    if (off >= block_off)
+        RAISE(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: value reference %llu not before it", r->path,
+              (unsigned long long)block_off, (unsigned long long)off);
+    TRY(load_record(r, off, stored, raw, use_cache, "value record", &ref));
+    if (ref.blk->size != raw)
+        RAISE(TDB_ERR_CORRUPTION, "%s: value record at offset %llu: size %zu, expected %u", r->path,
+              (unsigned long long)off, ref.blk->size, raw);
+    buf_clear(out);
+    TRY(buf_append(out, ref.blk->data, ref.blk->size));
+err:
+    if (ref.blk) ref_release(r, &ref);
+    return rc;
+}
+
+/* Index of the first block whose separator is >= target (nblocks if none). */
+static size_t index_lower_bound(const sst_reader_t *r, slice_t target) {
+    size_t lo = 0, hi = r->nblocks;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sst_key_cmp(slice_make(r->idx[mid].key, r->idx[mid].key_len), target) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Validate a stored key's trailer: type (flag stripped) must be known, the
+ * flag only on value types. Returns the stripped type or -1. */
+static int stored_key_type(slice_t k) {
+    if (k.size < IKEY_TRAILER) return -1;
+    unsigned t = (unsigned char)k.data[k.size - IKEY_TRAILER];
+    unsigned base = t & ~SST_KT_SEPARATED;
+    if (base > KT_MAX_VALID) return -1;
+    if ((t & SST_KT_SEPARATED) && !kt_is_value(base)) return -1;
+    return (int)base;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Open / close                                                            */
+/* ---------------------------------------------------------------------- */
+
+/* Check a metadata handle lies in [0, limit) and read it (raw only). */
+static int read_meta(sst_reader_t *r, sst_handle_t h, uint64_t limit, const char *what, char **out) {
+    int rc = TDB_OK;
+    unsigned type;
+    char *p = NULL;
+    TRY(read_raw(r, h.offset, h.size, limit, what, &p, &type));
+    if (type != TDB_COMPRESS_NONE)
+        RAISE(TDB_ERR_CORRUPTION, "%s: %s at offset %llu: compressed metadata not supported", r->path, what,
+              (unsigned long long)h.offset);
+    *out = p;
+    return TDB_OK;
+err:
+    free(p);
+    return rc;
+}
+
+/* Decode and check the index block into r->idx / r->idx_keys. */
+static int load_index(sst_reader_t *r, slice_t blk) {
+    int rc = TDB_OK;
+    block_iter_t bi;
+    buf_t keys = {0};
+    size_t n = 0, cap = 0;
+    idx_entry_t *ents = NULL;
+    uint64_t prev_end = 0;
+    block_iter_init(&bi, sst_key_cmp);
+    if (block_iter_set(&bi, blk) != TDB_OK) {
+        rc = wrap_err(r, bi.status, "index block", 0);
+        goto err;
+    }
+    for (block_iter_seek_to_first(&bi); block_iter_valid(&bi); block_iter_next(&bi)) {
+        slice_t k = block_iter_key(&bi), v = block_iter_value(&bi);
+        uint64_t off, size;
+        const char *p = v.data, *limit = v.data + v.size;
+        if (!(p = dec_varint64(p, limit, &off)) || !(p = dec_varint64(p, limit, &size)) || p != limit)
+            RAISE(TDB_ERR_CORRUPTION, "%s: index entry %zu: bad block handle", r->path, n);
+        if (k.size < IKEY_TRAILER || k.size > UINT32_MAX)
+            RAISE(TDB_ERR_CORRUPTION, "%s: index entry %zu: bad key", r->path, n);
+        if (n > 0 && sst_key_cmp(slice_make(keys.data + (size_t)(uintptr_t)ents[n - 1].key,
+                                            ents[n - 1].key_len), k) >= 0)
+            RAISE(TDB_ERR_CORRUPTION, "%s: index entry %zu: keys out of order", r->path, n);
+        if (off < prev_end || size > r->data_end || r->data_end - size < SST_TRAILER_SIZE ||
+            off > r->data_end - size - SST_TRAILER_SIZE)
+            RAISE(TDB_ERR_CORRUPTION, "%s: index entry %zu: block %llu+%llu out of place", r->path, n,
+                  (unsigned long long)off, (unsigned long long)size);
+        prev_end = off + size + SST_TRAILER_SIZE;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            idx_entry_t *ne = (idx_entry_t *)realloc(ents, cap * sizeof *ents);
+            if (!ne) RAISE(TDB_ERR_NOMEM, "%s: index of %zu entries", r->path, cap);
+            ents = ne;
+        }
+        ents[n].key = (const char *)(uintptr_t)keys.size; /* offset for now */
+        ents[n].key_len = (uint32_t)k.size;
+        ents[n].offset = off;
+        ents[n].size = size;
+        n++;
+        TRY(buf_append(&keys, k.data, k.size));
+    }
+    if (bi.status != TDB_OK) {
+        rc = wrap_err(r, bi.status, "index block", 0);
+        goto err;
+    }
+    if (n != r->ext.num_data_blocks)
+        RAISE(TDB_ERR_CORRUPTION, "%s: index has %zu blocks, properties say %llu", r->path, n,
+              (unsigned long long)r->ext.num_data_blocks);
+    for (size_t i = 0; i < n; i++) ents[i].key = keys.data + (size_t)(uintptr_t)ents[i].key;
+    r->idx = ents;
+    r->nblocks = n;
+    r->idx_keys = keys.data;
+    ents = NULL;
+    keys.data = NULL;
+err:
+    block_iter_free(&bi);
+    free(ents);
+    buf_free(&keys);
+    return rc;
+}
+
+/* Free a reader's memory and close its file. */
+static void reader_free(sst_reader_t *r) {
+    if (r->file) env_close(r->file);
+    free(r->idx);
+    free(r->idx_keys);
+    free(r->filter);
+    sst_props_free(&r->props);
+    free(r->path);
+    free(r);
+}
+
+/* Open a table: footer, properties, index and filter. */
+int sst_reader_open(env_t *env, const char *path, uint64_t file_number, lru_cache_t *block_cache,
+                    sst_reader_t **out) {
+    int rc = TDB_OK;
+    char foot[SST_FOOTER_SIZE];
+    char *meta = NULL;
+    sst_footer_t f;
+    sst_reader_t *r = (sst_reader_t *)calloc(1, sizeof *r);
+    *out = NULL;
+    if (!r) return tdb_err(TDB_ERR_NOMEM, "%s: sst reader", path);
+    r->env = env;
+    r->file_number = file_number;
+    r->cache = block_cache;
+    atomic_init(&r->refs, 1);
+    atomic_init(&r->disk_reads, 0);
+    r->path = strdup(path);
+    if (!r->path) RAISE(TDB_ERR_NOMEM, "%s: sst reader", path);
+    TRY(env->open_readable(env, path, &r->file));
+    TRY(env_fsize(r->file, &r->file_size));
+    if (r->file_size < SST_FOOTER_SIZE)
+        RAISE(TDB_ERR_CORRUPTION, "%s: file too short for an sst (%llu bytes)", path,
+              (unsigned long long)r->file_size);
+    TRY(env_read_exact(r->file, r->file_size - SST_FOOTER_SIZE, foot, sizeof foot, path));
+    TRY(sst_footer_decode(foot, &f, path));
+
+    uint64_t meta_limit = r->file_size - SST_FOOTER_SIZE;
+    r->data_end = f.index.offset < f.props.offset ? f.index.offset : f.props.offset;
+    if (f.filter.size > 0 && f.filter.offset < r->data_end) r->data_end = f.filter.offset;
+
+    /* Properties first: they bound what the index may reference. */
+    TRY(read_meta(r, f.props, meta_limit, "properties block", &meta));
+    TRY(sst_props_decode(slice_make(meta, (size_t)f.props.size), &r->props, &r->ext, path));
+    free(meta);
+    meta = NULL;
+    if (r->ext.format_version != f.version)
+        RAISE(TDB_ERR_CORRUPTION, "%s: properties version %u != footer version %u", path, r->ext.format_version,
+              f.version);
+    if (r->ext.num_data_blocks > 0 && r->ext.max_block_raw == 0)
+        RAISE(TDB_ERR_CORRUPTION, "%s: properties: missing maximum block size", path);
+    r->props.file_size = r->file_size;
+
+    TRY(read_meta(r, f.index, meta_limit, "index block", &meta));
+    TRY(load_index(r, slice_make(meta, (size_t)f.index.size)));
+    free(meta);
+    meta = NULL;
+    if ((r->nblocks == 0) != (r->props.num_entries == 0))
+        RAISE(TDB_ERR_CORRUPTION, "%s: %zu blocks for %llu entries", path, r->nblocks,
+              (unsigned long long)r->props.num_entries);
+
+    if (f.filter.size > 0) {
+        TRY(read_meta(r, f.filter, meta_limit, "filter block", &r->filter));
+        r->filter_size = (size_t)f.filter.size;
+        if (bloom_check(slice_make(r->filter, r->filter_size)) != TDB_OK) {
+            rc = wrap_err(r, TDB_ERR_CORRUPTION, "filter block", f.filter.offset);
+            goto err;
+        }
+    }
+    *out = r;
+    return TDB_OK;
+err:
+    free(meta);
+    reader_free(r);
+    return rc;
+}
+
+/* Take a reference. */
+void sst_reader_ref(sst_reader_t *r) { atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed); }
+
+/* Drop a reference; free at zero. */
+void sst_reader_unref(sst_reader_t *r) {
+    if (!r) return;
+    if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) reader_free(r);
+}
+
+const sst_props_t *sst_reader_props(const sst_reader_t *r) { return &r->props; }
+uint64_t sst_reader_file_number(const sst_reader_t *r) { return r->file_number; }
+const char *sst_reader_path(const sst_reader_t *r) { return r->path; }
+
+/* Data blocks and value records read from disk so far. */
+uint64_t sst_reader_disk_reads(const sst_reader_t *r) {
+    return atomic_load_explicit(&((sst_reader_t *)r)->disk_reads, memory_order_relaxed);
+}
+
+/* Bloom check (1 when there is no filter). */
+int sst_reader_may_contain(const sst_reader_t *r, slice_t user_key) {
+    if (!r->filter) return 1;
+    return bloom_may_contain(slice_make(r->filter, r->filter_size), user_key);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Point lookup                                                            */
+/* ---------------------------------------------------------------------- */
+
+/* Newest version of user_key visible at snap_seq (see sst.h). */
+int sst_reader_get(sst_reader_t *r, slice_t user_key, uint64_t snap_seq, unsigned *type, uint64_t *seq,
+                   buf_t *value) {
+    int rc = TDB_OK, found = 0;
+    char small[256];
+    char *tk = small;
+    block_ref_t ref = {0};
+    block_iter_t bi;
+    block_iter_init(&bi, sst_key_cmp);
+    if (r->nblocks == 0 || !sst_reader_may_contain(r, user_key)) return 0;
+    if (user_key.size + IKEY_TRAILER > sizeof small) {
+        tk = (char *)malloc(user_key.size + IKEY_TRAILER);
+        if (!tk) return tdb_err(TDB_ERR_NOMEM, "%s: lookup key", r->path);
+    }
+    if (user_key.size) memcpy(tk, user_key.data, user_key.size);
+    enc_fixed64(tk + user_key.size, ikey_pack(snap_seq > SEQ_MAX ? SEQ_MAX : snap_seq, KT_SEEK));
+    slice_t target = slice_make(tk, user_key.size + IKEY_TRAILER);
+
+    size_t i = index_lower_bound(r, target);
+    if (i == r->nblocks) goto err; /* past the last key */
+    TRY(load_data_block(r, i, 1, &ref));
+    if (block_iter_set(&bi, slice_make(ref.blk->data, ref.blk->size)) != TDB_OK) {
+        rc = wrap_err(r, bi.status, "data block", r->idx[i].offset);
+        goto err;
+    }
+    block_iter_seek(&bi, target);
+    if (!block_iter_valid(&bi)) {
+        if (bi.status != TDB_OK) rc = wrap_err(r, bi.status, "data block", r->idx[i].offset);
+        goto err; /* by the index invariant the key is absent */
+    }
+    slice_t k = block_iter_key(&bi);
+    int t = stored_key_type(k);
+    if (t < 0)
+        RAISE(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: bad key", r->path,
+              (unsigned long long)r->idx[i].offset);
+    if (!slice_equal(ikey_user(k), user_key)) goto err;
+    *type = (unsigned)t;
+    *seq = ikey_seq(k);
+    if (sst_key_separated(k)) {
+        TRY(resolve_value(r, block_iter_value(&bi), 1, r->idx[i].offset, value));
+    } else {
+        slice_t v = block_iter_value(&bi);
+        buf_clear(value);
+        TRY(buf_append(value, v.data, v.size));
+    }
+    found = 1;
+err:
+    if (ref.blk) ref_release(r, &ref);
+    block_iter_free(&bi);
+    if (tk != small) free(tk);
+    return rc != TDB_OK ? rc : found;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Iterator                                                                */
+/* ---------------------------------------------------------------------- */
+
+typedef struct sst_iter {
+    iter_t base;
+    sst_reader_t *r;
+    size_t bidx;        /* index of the loaded block (valid if ref.blk) */
+    block_ref_t ref;
+    block_iter_t bi;
+    int status;
+    int separated;      /* current entry's value is a reference */
+    int resolved;       /* ... and has been read into val */
+    slice_t key;        /* current key with the flag cleared */
+    buf_t kbuf;         /* storage for flagged keys */
+    buf_t val;          /* resolved separated value */
+} sst_iter_t;
+
+/* Drop the loaded block. */
+static void it_release_block(sst_iter_t *it) {
+    if (it->ref.blk) ref_release(it->r, &it->ref);
+    block_iter_clear(&it->bi);
+}
+
+/* Load block i (reusing it if already loaded); 0 on failure or i out of range. */
+static int it_load(sst_iter_t *it, size_t i) {
+    if (it->ref.blk && it->bidx == i && it->bi.data == it->ref.blk->data) return 1;
+    it_release_block(it);
+    if (i >= it->r->nblocks) return 0;
+    int rc = load_data_block(it->r, i, 1, &it->ref);
+    if (rc != TDB_OK) {
+        it->status = rc;
+        return 0;
+    }
+    it->bidx = i;
+    if (block_iter_set(&it->bi, slice_make(it->ref.blk->data, it->ref.blk->size)) != TDB_OK) {
+        it->status = wrap_err(it->r, it->bi.status, "data block", it->r->idx[i].offset);
+        it_release_block(it);
+        return 0;
+    }
+    return 1;
+}
+
+/* Set up key/value views for the current block entry. */
+static void it_settle(sst_iter_t *it) {
+    if (it->status != TDB_OK || !it->ref.blk) return;
+    if (!block_iter_valid(&it->bi)) {
+        if (it->bi.status != TDB_OK) {
+            it->status = wrap_err(it->r, it->bi.status, "data block", it->r->idx[it->bidx].offset);
+            it_release_block(it);
+        }
+        return;
+    }
+    slice_t k = block_iter_key(&it->bi);
+    if (stored_key_type(k) < 0) {
+        it->status = tdb_err(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: bad key", it->r->path,
+                             (unsigned long long)it->r->idx[it->bidx].offset);
+        it_release_block(it);
+        return;
+    }
+    it->separated = sst_key_separated(k);
+    it->resolved = 0;
+    if (it->separated) {
+        buf_clear(&it->kbuf);
+        if (buf_append(&it->kbuf, k.data, k.size) != TDB_OK) {
+            it->status = TDB_ERR_NOMEM;
+            it_release_block(it);
+            return;
+        }
+        it->kbuf.data[k.size - IKEY_TRAILER] &= (char)~SST_KT_SEPARATED;
+        it->key = buf_slice(&it->kbuf);
+    } else {
+        it->key = k;
+    }
+}
+
+/* Move forward over exhausted blocks to the next entry. */
+static void it_skip_forward(sst_iter_t *it) {
+    while (it->status == TDB_OK && it->ref.blk && !block_iter_valid(&it->bi) && it->bi.status == TDB_OK) {
+        size_t next = it->bidx + 1;
+        if (!it_load(it, next)) break;
+        block_iter_seek_to_first(&it->bi);
+    }
+    it_settle(it);
+}
+
+/* Move backward over exhausted blocks to the previous entry. */
+static void it_skip_backward(sst_iter_t *it) {
+    while (it->status == TDB_OK && it->ref.blk && !block_iter_valid(&it->bi) && it->bi.status == TDB_OK) {
+        if (it->bidx == 0) {
+            it_release_block(it);
+            break;
+        }
+        if (!it_load(it, it->bidx - 1)) break;
+        block_iter_seek_to_last(&it->bi);
+    }
+    it_settle(it);
+}
+
+static int it_valid(const iter_t *base) {
+    const sst_iter_t *it = (const sst_iter_t *)base;
+    return it->status == TDB_OK && it->ref.blk && block_iter_valid(&it->bi);
+}
+
+static void it_seek_to_first(iter_t *base) {
+    sst_iter_t *it = (sst_iter_t *)base;
+    it->status = TDB_OK;
+    if (!it_load(it, 0)) return;
+    block_iter_seek_to_first(&it->bi);
+    it_skip_forward(it);
+}
+
+static void it_seek_to_last(iter_t *base) {
+    sst_iter_t *it = (sst_iter_t *)base;
+    it->status = TDB_OK;
+    if (it->r->nblocks == 0 || !it_load(it, it->r->nblocks - 1)) return;
+    block_iter_seek_to_last(&it->bi);
+    it_skip_backward(it);
+}
+
+static void it_seek(iter_t *base, slice_t target) {
+    sst_iter_t *it = (sst_iter_t *)base;
+    it->status = TDB_OK;
+    size_t i = index_lower_bound(it->r, target);
+    if (!it_load(it, i)) return;
+    block_iter_seek(&it->bi, target);
+    it_skip_forward(it);
+}
+
+static void it_next(iter_t *base) {
+    sst_iter_t *it = (sst_iter_t *)base;
+    if (!it_valid(base)) return;
+    block_iter_next(&it->bi);
+    it_skip_forward(it);
+}
+
+static void it_prev(iter_t *base) {
+    sst_iter_t *it = (sst_iter_t *)base;
+    if (!it_valid(base)) return;
+    block_iter_prev(&it->bi);
+    it_skip_backward(it);
+}
+
+static slice_t it_key(const iter_t *base) { return ((const sst_iter_t *)base)->key; }
+
+/* Value of the current entry; a separated value is read on first use. On
+ * failure the iterator becomes invalid with that status. */
+static slice_t it_value(const iter_t *base) {
+    sst_iter_t *it = (sst_iter_t *)base; /* lazily resolved state is mutable */
+    if (!it->separated) return block_iter_value(&it->bi);
+    if (!it->resolved) {
+        int rc = resolve_value(it->r, block_iter_value(&it->bi), 1, it->r->idx[it->bidx].offset, &it->val);
+        if (rc != TDB_OK) {
+            it->status = rc;
+            it_release_block(it);
+            return slice_make(NULL, 0);
+        }
+        it->resolved = 1;
+    }
+    return buf_slice(&it->val);
+}
+
+static int it_status(const iter_t *base) { return ((const sst_iter_t *)base)->status; }
+
+static void it_destroy(iter_t *base) {
+    sst_iter_t *it = (sst_iter_t *)base;
+    it_release_block(it);
+    block_iter_free(&it->bi);
+    buf_free(&it->kbuf);
+    buf_free(&it->val);
+    sst_reader_unref(it->r);
+    free(it);
+}
+
+static const iter_ops_t sst_iter_ops = {
+    it_valid, it_seek_to_first, it_seek_to_last, it_seek, it_next, it_prev, it_key, it_value, it_status, it_destroy,
+};
+
+/* New iterator over the whole table (holds a reader reference). */
+iter_t *sst_reader_iter(sst_reader_t *r) {
+    sst_iter_t *it = (sst_iter_t *)calloc(1, sizeof *it);
+    if (!it) {
+        tdb_err(TDB_ERR_NOMEM, "%s: sst iterator", r->path);
+        return NULL;
+    }
+    it->base.ops = &sst_iter_ops;
+    it->r = r;
+    sst_reader_ref(r);
+    block_iter_init(&it->bi, sst_key_cmp);
+    it->status = TDB_OK;
+    return &it->base;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Verification                                                            */
+/* ---------------------------------------------------------------------- */
+
+/* Read every data block and value record from disk and check them. */
+int sst_reader_verify(sst_reader_t *r) {
+    int rc = TDB_OK;
+    block_ref_t ref = {0};
+    block_iter_t bi;
+    buf_t prev = {0}, val = {0};
+    uint64_t entries = 0, separated = 0;
+    block_iter_init(&bi, sst_key_cmp);
+    for (size_t i = 0; i < r->nblocks; i++) {
+        uint64_t boff = r->idx[i].offset;
+        slice_t sep = slice_make(r->idx[i].key, r->idx[i].key_len);
+        TRY(load_data_block(r, i, 0, &ref));
+        if (block_iter_set(&bi, slice_make(ref.blk->data, ref.blk->size)) != TDB_OK) {
+            rc = wrap_err(r, bi.status, "data block", boff);
+            goto err;
+        }
+        size_t in_block = 0;
+        for (block_iter_seek_to_first(&bi); block_iter_valid(&bi); block_iter_next(&bi)) {
+            slice_t k = block_iter_key(&bi);
+            if (stored_key_type(k) < 0)
+                RAISE(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: bad key", r->path,
+                      (unsigned long long)boff);
+            if (entries > 0 && sst_key_cmp(buf_slice(&prev), k) >= 0)
+                RAISE(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: keys out of order", r->path,
+                      (unsigned long long)boff);
+            if (in_block == 0 && i > 0 &&
+                sst_key_cmp(k, slice_make(r->idx[i - 1].key, r->idx[i - 1].key_len)) <= 0)
+                RAISE(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: first key not above previous separator",
+                      r->path, (unsigned long long)boff);
+            if (sst_key_cmp(k, sep) > 0)
+                RAISE(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: key above its index separator",
+                      r->path, (unsigned long long)boff);
+            if (sst_key_separated(k)) {
+                TRY(resolve_value(r, block_iter_value(&bi), 0, boff, &val));
+                separated++;
+            }
+            buf_clear(&prev);
+            TRY(buf_append(&prev, k.data, k.size));
+            entries++;
+            in_block++;
+        }
+        if (bi.status != TDB_OK) {
+            rc = wrap_err(r, bi.status, "data block", boff);
+            goto err;
+        }
+        if (in_block == 0)
+            RAISE(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: empty", r->path, (unsigned long long)boff);
+        ref_release(r, &ref);
+    }
+    if (entries != r->props.num_entries || separated != r->props.num_separated_values)
+        RAISE(TDB_ERR_CORRUPTION, "%s: %llu entries (%llu separated), properties say %llu (%llu)", r->path,
+              (unsigned long long)entries, (unsigned long long)separated,
+              (unsigned long long)r->props.num_entries, (unsigned long long)r->props.num_separated_values);
+err:
+    if (ref.blk) ref_release(r, &ref);
+    block_iter_free(&bi);
+    buf_free(&prev);
+    buf_free(&val);
+    return rc;
+}

@@ -1,0 +1,72 @@
+/*
+ * util/iter: the internal iterator interface. Memtables, blocks, tables,
+ * levels, merges and the user-facing DB iterator all implement it, so they
+ * compose.
+ *
+ * An iterator is a struct whose first member is `iter_t`. Keys are internal
+ * keys (see util/ikey.h) unless an implementation says otherwise; ordering
+ * is given by the comparator the iterator was built with.
+ *
+ * Contract
+ *  - key()/value() may be called only while valid(); the slices they return
+ *    stay valid until the iterator moves or is destroyed.
+ *  - seek(t) positions at the first entry >= t; seek_for_prev is not part of
+ *    the internal interface (the DB iterator builds it from seek + prev).
+ *  - On error the iterator becomes invalid and status() returns the code.
+ *  - Not thread-safe: one thread at a time.
+ */
+#ifndef TDB_UTIL_ITER_H
+#define TDB_UTIL_ITER_H
+
+#include "util/slice.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct iter iter_t;
+
+typedef struct iter_ops {
+    int (*valid)(const iter_t *it);
+    void (*seek_to_first)(iter_t *it);
+    void (*seek_to_last)(iter_t *it);
+    void (*seek)(iter_t *it, slice_t target);
+    void (*next)(iter_t *it);
+    void (*prev)(iter_t *it);
+    slice_t (*key)(const iter_t *it);
+    slice_t (*value)(const iter_t *it);
+    int (*status)(const iter_t *it);
+    void (*destroy)(iter_t *it);
+} iter_ops_t;
+
+struct iter {
+    const iter_ops_t *ops;
+};
+
+static inline int iter_valid(const iter_t *it) { return it->ops->valid(it); }
+static inline void iter_seek_to_first(iter_t *it) { it->ops->seek_to_first(it); }
+static inline void iter_seek_to_last(iter_t *it) { it->ops->seek_to_last(it); }
+static inline void iter_seek(iter_t *it, slice_t t) { it->ops->seek(it, t); }
+static inline void iter_next(iter_t *it) { it->ops->next(it); }
+static inline void iter_prev(iter_t *it) { it->ops->prev(it); }
+static inline slice_t iter_key(const iter_t *it) { return it->ops->key(it); }
+static inline slice_t iter_value(const iter_t *it) { return it->ops->value(it); }
+static inline int iter_status(const iter_t *it) { return it->ops->status(it); }
+static inline void iter_destroy(iter_t *it) { if (it) it->ops->destroy(it); }
+
+/* Comparator over keys, used by merging iterators and blocks. */
+typedef int (*key_cmp_fn)(slice_t a, slice_t b);
+
+/* An iterator that is always invalid with the given status. Never fails. */
+iter_t *iter_empty(int status);
+
+/* Merge n child iterators (ownership taken) into one ordered iterator.
+ * Equal keys from different children are all returned, child order first.
+ * Both directions are supported. Returns NULL only on allocation failure
+ * (children are then destroyed). */
+iter_t *iter_merge(iter_t **children, int n, key_cmp_fn cmp);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

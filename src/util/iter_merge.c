@@ -1,0 +1,258 @@
+/*
+ * util/iter_merge: an ordered merge of n child iterators, both directions.
+ *
+ * Order. Positions are ordered by (key, child index): equal keys from
+ * different children are all returned, the lower child index first when
+ * moving forward and last when moving backward, so a backward scan is
+ * exactly the reverse of a forward scan.
+ *
+ * Invariants (between calls, while the merge is valid)
+ *  - `cur` is the child holding the current position.
+ *  - FORWARD: every other valid child is at its first entry whose
+ *    (key, index) is greater than the current one; `heap` is a min-heap of
+ *    the valid children on (key, index), with heap[0] == cur.
+ *  - REVERSE: every other valid child is at its last entry whose
+ *    (key, index) is smaller than the current one; `heap` is a max-heap on
+ *    (key, index), heap[0] == cur.
+ *  - With n <= LINEAR_MAX the heap is not kept; the current child is found
+ *    by a linear scan over all valid children (cheaper for tiny n).
+ *  - Switching direction (next after prev, or prev after next) repositions
+ *    every non-current child relative to the current key, as LevelDB's
+ *    MergingIterator does, then rebuilds the heap.
+ *  - `err` is the first error seen on a child that went invalid since the
+ *    last seek; while it is set the merge is invalid (data may be missing).
+ *    status() reports the first failing child in child order.
+ *
+ * Ownership: the merge owns its children and destroys them. Not
+ * thread-safe (one thread at a time), like every iterator.
+ */
+#include <stdlib.h>
+
+#include "util/error.h"
+#include "util/iter.h"
+
+#define LINEAR_MAX 4
+
+enum { DIR_FORWARD = 0, DIR_REVERSE = 1 };
+
+typedef struct merge_iter {
+    iter_t base;
+    key_cmp_fn cmp;
+    int n;
+    int cur;   /* current child or -1 */
+    int dir;   /* DIR_FORWARD or DIR_REVERSE */
+    int err;   /* first child error since the last seek (TDB_OK if none) */
+    int hn;    /* heap size (heap mode only) */
+    int *heap; /* child indices, n slots */
+    iter_t **child;
+} merge_iter_t;
+
+/* Does child a come before child b in the current direction's heap order? */
+static int merge_before(const merge_iter_t *m, int a, int b) {
+    int c = m->cmp(iter_key(m->child[a]), iter_key(m->child[b]));
+    if (m->dir == DIR_FORWARD) return c < 0 || (c == 0 && a < b);
+    return c > 0 || (c == 0 && a > b);
+}
+
+/* Record the status of a child that is not valid. */
+static void merge_note_invalid(merge_iter_t *m, int i) {
+    if (m->err == TDB_OK) m->err = iter_status(m->child[i]);
+}
+
+/* Restore the heap property below slot k. */
+static void merge_sift_down(merge_iter_t *m, int k) {
+    int *h = m->heap;
+    int x = h[k];
+    for (;;) {
+        int l = 2 * k + 1, best = l;
+        if (l >= m->hn) break;
+        if (l + 1 < m->hn && merge_before(m, h[l + 1], h[l])) best = l + 1;
+        if (!merge_before(m, h[best], x)) break;
+        h[k] = h[best];
+        k = best;
+    }
+    h[k] = x;
+}
+
+/* Recompute the current child after all children were repositioned. */
+static void merge_rebuild(merge_iter_t *m) {
+    m->cur = -1;
+    if (m->n <= LINEAR_MAX) {
+        for (int i = 0; i < m->n; i++) {
+            if (!iter_valid(m->child[i])) {
+                merge_note_invalid(m, i);
+            } else if (m->cur < 0 || merge_before(m, i, m->cur)) {
+                m->cur = i;
+            }
+        }
+        return;
+    }
+    m->hn = 0;
+    for (int i = 0; i < m->n; i++) {
+        if (iter_valid(m->child[i])) m->heap[m->hn++] = i;
+        else merge_note_invalid(m, i);
+    }
+    for (int k = m->hn / 2 - 1; k >= 0; k--) merge_sift_down(m, k);
+    if (m->hn > 0) m->cur = m->heap[0];
+}
+
+/* Recompute the current child after only the current child moved. */
+static void merge_fix_current(merge_iter_t *m) {
+    if (m->n <= LINEAR_MAX) {
+        merge_rebuild(m);
+        return;
+    }
+    if (!iter_valid(m->child[m->heap[0]])) {
+        merge_note_invalid(m, m->heap[0]);
+        m->heap[0] = m->heap[--m->hn];
+    }
+    if (m->hn > 0) merge_sift_down(m, 0);
+    m->cur = m->hn > 0 ? m->heap[0] : -1;
+}
+
+/* Valid while a child holds the position and no child failed. */
+static int merge_valid(const iter_t *it) {
+    const merge_iter_t *m = (const merge_iter_t *)it;
+    return m->cur >= 0 && m->err == TDB_OK;
+}
+
+/* Position every child at its first entry, then pick the smallest. */
+static void merge_seek_to_first(iter_t *it) {
+    merge_iter_t *m = (merge_iter_t *)it;
+    m->err = TDB_OK;
+    m->dir = DIR_FORWARD;
+    for (int i = 0; i < m->n; i++) iter_seek_to_first(m->child[i]);
+    merge_rebuild(m);
+}
+
+/* Position every child at its last entry, then pick the largest. */
+static void merge_seek_to_last(iter_t *it) {
+    merge_iter_t *m = (merge_iter_t *)it;
+    m->err = TDB_OK;
+    m->dir = DIR_REVERSE;
+    for (int i = 0; i < m->n; i++) iter_seek_to_last(m->child[i]);
+    merge_rebuild(m);
+}
+
+/* Position every child at its first entry >= t, then pick the smallest. */
+static void merge_seek(iter_t *it, slice_t t) {
+    merge_iter_t *m = (merge_iter_t *)it;
+    m->err = TDB_OK;
+    m->dir = DIR_FORWARD;
+    for (int i = 0; i < m->n; i++) iter_seek(m->child[i], t);
+    merge_rebuild(m);
+}
+
+/* Advance to the next (key, index) position. */
+static void merge_next(iter_t *it) {
+    merge_iter_t *m = (merge_iter_t *)it;
+    if (!merge_valid(it)) return;
+    int c = m->cur;
+    iter_t *cc = m->child[c];
+    if (m->dir == DIR_REVERSE) {
+        /* Every other child sits before (key, c): move it to its first
+         * position after (key, c). Children with a lower index must also
+         * skip entries equal to key, which precede (key, c). */
+        slice_t key = iter_key(cc);
+        for (int i = 0; i < m->n; i++) {
+            if (i == c) continue;
+            iter_t *ch = m->child[i];
+            iter_seek(ch, key);
+            if (i < c)
+                while (iter_valid(ch) && m->cmp(iter_key(ch), key) == 0) iter_next(ch);
+        }
+        iter_next(cc);
+        m->dir = DIR_FORWARD;
+        merge_rebuild(m);
+        return;
+    }
+    iter_next(cc);
+    merge_fix_current(m);
+}
+
+/* Step back to the previous (key, index) position. */
+static void merge_prev(iter_t *it) {
+    merge_iter_t *m = (merge_iter_t *)it;
+    if (!merge_valid(it)) return;
+    int c = m->cur;
+    iter_t *cc = m->child[c];
+    if (m->dir == DIR_FORWARD) {
+        /* Every other child sits after (key, c): move it to its last
+         * position before (key, c), which for lower-index children may be
+         * an entry equal to key. */
+        slice_t key = iter_key(cc);
+        for (int i = 0; i < m->n; i++) {
+            if (i == c) continue;
+            iter_t *ch = m->child[i];
+            iter_seek(ch, key);
+            if (i < c)
+                while (iter_valid(ch) && m->cmp(iter_key(ch), key) == 0) iter_next(ch);
+            if (iter_valid(ch)) iter_prev(ch);
+            else if (iter_status(ch) == TDB_OK) iter_seek_to_last(ch);
+        }
+        iter_prev(cc);
+        m->dir = DIR_REVERSE;
+        merge_rebuild(m);
+        return;
+    }
+    iter_prev(cc);
+    merge_fix_current(m);
+}
+
+/* Key of the current child. */
+static slice_t merge_key(const iter_t *it) {
+    const merge_iter_t *m = (const merge_iter_t *)it;
+    return iter_key(m->child[m->cur]);
+}
+
+/* Value of the current child. */
+static slice_t merge_value(const iter_t *it) {
+    const merge_iter_t *m = (const merge_iter_t *)it;
+    return iter_value(m->child[m->cur]);
+}
+
+/* First error among the children in child order, else TDB_OK. */
+static int merge_status(const iter_t *it) {
+    const merge_iter_t *m = (const merge_iter_t *)it;
+    for (int i = 0; i < m->n; i++) {
+        int s = iter_status(m->child[i]);
+        if (s != TDB_OK) return s;
+    }
+    return m->err;
+}
+
+/* Destroy every child and the merge itself. */
+static void merge_destroy(iter_t *it) {
+    merge_iter_t *m = (merge_iter_t *)it;
+    for (int i = 0; i < m->n; i++) iter_destroy(m->child[i]);
+    free(m);
+}
+
+static const iter_ops_t g_merge_ops = {
+    merge_valid, merge_seek_to_first, merge_seek_to_last, merge_seek,   merge_next,
+    merge_prev,  merge_key,           merge_value,        merge_status, merge_destroy,
+};
+
+/* Build a merging iterator over n children (ownership taken). */
+iter_t *iter_merge(iter_t **children, int n, key_cmp_fn cmp) {
+    if (n <= 0) return iter_empty(TDB_OK);
+    if (n == 1) return children[0];
+    size_t sz = sizeof(merge_iter_t) + (size_t)n * (sizeof(int) + sizeof(iter_t *));
+    merge_iter_t *m = (merge_iter_t *)malloc(sz);
+    if (!m) {
+        for (int i = 0; i < n; i++) iter_destroy(children[i]);
+        tdb_err(TDB_ERR_NOMEM, "merging iterator over %d children", n);
+        return NULL;
+    }
+    m->base.ops = &g_merge_ops;
+    m->cmp = cmp;
+    m->n = n;
+    m->cur = -1;
+    m->dir = DIR_FORWARD;
+    m->err = TDB_OK;
+    m->hn = 0;
+    m->child = (iter_t **)(m + 1);
+    m->heap = (int *)(m->child + n);
+    for (int i = 0; i < n; i++) m->child[i] = children[i];
+    return &m->base;
+}

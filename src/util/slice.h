@@ -1,0 +1,54 @@
+/* util/slice: a borrowed byte range, and a growable owned buffer. */
+#ifndef TDB_UTIL_SLICE_H
+#define TDB_UTIL_SLICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct slice {
+    const char *data;
+    size_t size;
+} slice_t;
+
+static inline slice_t slice_make(const void *d, size_t n) {
+    slice_t s;
+    s.data = (const char *)d;
+    s.size = n;
+    return s;
+}
+
+/* Bytewise three-way comparison, shorter prefix first. */
+static inline int slice_compare(slice_t a, slice_t b) {
+    size_t n = a.size < b.size ? a.size : b.size;
+    int r = n ? memcmp(a.data, b.data, n) : 0;
+    if (r == 0) r = (a.size < b.size) ? -1 : (a.size > b.size);
+    return r;
+}
+
+static inline int slice_equal(slice_t a, slice_t b) {
+    return a.size == b.size && (a.size == 0 || memcmp(a.data, b.data, a.size) == 0);
+}
+
+/* Owned, growable buffer. A zeroed buf_t is a valid empty buffer. */
+typedef struct buf {
+    char *data;
+    size_t size;
+    size_t cap;
+} buf_t;
+
+/* Ensure room for `extra` more bytes; TDB_ERR_NOMEM on failure. */
+int buf_reserve(buf_t *b, size_t extra);
+int buf_append(buf_t *b, const void *d, size_t n);
+static inline void buf_clear(buf_t *b) { b->size = 0; }
+void buf_free(buf_t *b);
+static inline slice_t buf_slice(const buf_t *b) { return slice_make(b->data, b->size); }
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,85 @@
+/*
+ * version/manifest: the set of files forming the database, kept as one
+ * snapshot file "MANIFEST" rewritten atomically (env_write_file_atomic:
+ * temp file, fsync, rename, fsync dir) on every change, so a crash at any
+ * point leaves either the old or the new manifest, never a mix.
+ *
+ * Format (all integers little-endian; docs/design/version.md):
+ *
+ *   magic "TDBMANIF" (8) | fixed32 format version (1) | body | fixed32 checksum
+ *
+ *   body = varint64 next_file_number | varint64 last_sequence |
+ *          varint32 next_cf_id | varint32 ncf | cf*
+ *   cf   = varint32 id | lenprefixed name | lenprefixed config |
+ *          varint64 log_number | varint32 nfiles | file*
+ *   file = varint32 level | varint64 number | varint64 file_size |
+ *          lenprefixed smallest | lenprefixed largest | varint64 min_seq |
+ *          varint64 max_seq | varint64 num_entries | varint64 num_deletes
+ *   config = fields of tdb_cf_config_t in declaration order (size_t and
+ *          uint64 as varint64, int and uint32 as varint32 of the 32-bit
+ *          pattern, double as fixed64 of its bits); a longer config blob
+ *          (fields added later) is accepted, its unknown tail ignored.
+ *   checksum = tdb_checksum of every preceding byte.
+ *
+ * Invariants checked by decode (any violation -> TDB_ERR_CORRUPTION with a
+ * detail; never a crash, never an allocation beyond what the bytes can
+ * describe):
+ *  - magic, version and checksum match; the body is consumed exactly.
+ *  - cf ids are unique and < next_cf_id; names are unique, 1..TDB_MAX_CF_NAME
+ *    bytes without NUL; compression and sync mode are known; doubles finite.
+ *  - file numbers are unique over the whole database, nonzero and
+ *    < next_file_number; levels are 1..TDB_MAX_LEVELS-1; key bounds are
+ *    internal keys with smallest <= largest; min_seq <= max_seq <=
+ *    last_sequence (so the db must record a last_sequence covering every
+ *    flushed file); levels >= 2 are disjoint (version_apply).
+ *
+ * Who may touch what: manifest_t is plain data owned by its holder (the db,
+ * under its mutex). Versions inside it are referenced, not copied.
+ */
+#ifndef TDB_VERSION_MANIFEST_H
+#define TDB_VERSION_MANIFEST_H
+
+#include <stdint.h>
+
+#include "env/env.h"
+#include "tidesdb/tidesdb.h"
+#include "util/slice.h"
+#include "version/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MANIFEST_NAME "MANIFEST"
+
+typedef struct manifest_cf {
+    uint32_t id;
+    char *name; /* malloc'd, NUL-terminated */
+    tdb_cf_config_t config;
+    uint64_t log_number; /* WAL files numbered below this hold nothing unflushed */
+    version_t *version;  /* one reference owned by the manifest_t */
+} manifest_cf_t;
+
+typedef struct manifest {
+    uint64_t next_file_number, last_sequence;
+    uint32_t next_cf_id;
+    int ncf;
+    manifest_cf_t *cfs; /* malloc'd array of ncf */
+} manifest_t;
+
+/* Serialize m into out (appending). */
+int manifest_encode(const manifest_t *m, buf_t *out);
+/* Parse data into *m (overwritten), building each family's version with
+ * obsolete callback fn/ctx. On error *m is left empty. */
+int manifest_decode(slice_t data, manifest_t *m, file_obsolete_fn fn, void *ctx);
+/* Atomically replace <dir>/MANIFEST with m. */
+int manifest_write(env_t *env, const char *dir, const manifest_t *m);
+/* Read and decode <dir>/MANIFEST: TDB_ERR_NOT_FOUND if there is none. */
+int manifest_read(env_t *env, const char *dir, manifest_t *m, file_obsolete_fn fn, void *ctx);
+/* Free names and the array, unref versions; *m becomes empty. */
+void manifest_free(manifest_t *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

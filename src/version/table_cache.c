@@ -1,0 +1,82 @@
+/* version/table_cache: open-table cache (see table_cache.h for invariants). */
+#include "version/table_cache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+
+struct table_cache {
+    env_t *env;
+    char *dbdir;
+    lru_cache_t *readers;     /* value: sst_reader_t*, one reader ref each */
+    lru_cache_t *block_cache; /* borrowed */
+};
+
+/* LRU deleter: drop the cache's reader reference. */
+static void table_cache_deleter(void *value, void *ctx) {
+    (void)ctx;
+    sst_reader_unref((sst_reader_t *)value);
+}
+
+/* Format the path of table `number`. */
+void sst_file_name(char *out, size_t cap, const char *dbdir, uint64_t number) {
+    snprintf(out, cap, "%s/%06llu.sst", dbdir, (unsigned long long)number);
+}
+
+/* Create the cache. */
+table_cache_t *table_cache_create(env_t *env, const char *dbdir, int max_open, lru_cache_t *block_cache) {
+    table_cache_t *tc = (table_cache_t *)calloc(1, sizeof *tc);
+    if (!tc) return NULL;
+    tc->env = env;
+    tc->block_cache = block_cache;
+    tc->dbdir = strdup(dbdir);
+    size_t cap = max_open > 0 ? (size_t)max_open : 0;
+    /* Shards only when each still holds a useful number of tables. */
+    int bits = cap >= 256 ? 4 : cap >= 64 ? 2 : 0;
+    tc->readers = lru_cache_create(cap, bits, table_cache_deleter, NULL);
+    if (!tc->dbdir || !tc->readers) {
+        table_cache_destroy(tc);
+        return NULL;
+    }
+    return tc;
+}
+
+/* Close every cached reader and free tc. */
+void table_cache_destroy(table_cache_t *tc) {
+    if (!tc) return;
+    if (tc->readers) lru_cache_destroy(tc->readers);
+    free(tc->dbdir);
+    free(tc);
+}
+
+/* Cached reader of `number`, opening the table on a miss. */
+int table_cache_get(table_cache_t *tc, uint64_t number, sst_reader_t **out) {
+    *out = NULL;
+    lru_handle_t *h = lru_cache_lookup(tc->readers, number, 0);
+    if (h) {
+        sst_reader_t *r = (sst_reader_t *)lru_handle_value(h);
+        sst_reader_ref(r);
+        lru_cache_release(tc->readers, h);
+        *out = r;
+        return TDB_OK;
+    }
+    char path[4096];
+    sst_file_name(path, sizeof path, tc->dbdir, number);
+    sst_reader_t *r = NULL;
+    int rc = sst_reader_open(tc->env, path, number, tc->block_cache, &r);
+    if (rc != TDB_OK) return rc;
+    sst_reader_ref(r); /* the caller's reference; the open one goes to the cache */
+    h = lru_cache_insert(tc->readers, number, 0, r, 1);
+    if (!h) {
+        sst_reader_unref(r); /* not owned by the cache on failure */
+    } else {
+        lru_cache_release(tc->readers, h);
+    }
+    *out = r;
+    return TDB_OK;
+}
+
+/* Forget the cached reader of `number`. */
+void table_cache_evict(table_cache_t *tc, uint64_t number) { lru_cache_erase(tc->readers, number, 0); }

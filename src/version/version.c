@@ -1,0 +1,438 @@
+/*
+ * version/version: file metadata, immutable versions, edits and lookups.
+ * Invariants are stated in version.h.
+ */
+#include "version/version.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+#include "util/ikey.h"
+
+struct version {
+    int refs; /* atomic builtins */
+    file_obsolete_fn fn;
+    void *ctx;
+    int n[TDB_MAX_LEVELS];
+    file_meta_t **files[TDB_MAX_LEVELS];
+    uint64_t bytes[TDB_MAX_LEVELS];
+    buf_t cursor[TDB_MAX_LEVELS]; /* compaction picking hint (db mutex) */
+};
+
+/* ---------------------------------------------------------------------- */
+/* file_meta                                                               */
+/* ---------------------------------------------------------------------- */
+
+/* Allocate a file meta with the given fields; refs = 1. */
+file_meta_t *file_meta_create(uint64_t number, uint64_t file_size, slice_t smallest, slice_t largest,
+                              uint64_t min_seq, uint64_t max_seq, uint64_t num_entries,
+                              uint64_t num_deletes) {
+    file_meta_t *f = (file_meta_t *)calloc(1, sizeof *f);
+    if (!f) return NULL;
+    if (buf_append(&f->smallest, smallest.data, smallest.size) != TDB_OK ||
+        buf_append(&f->largest, largest.data, largest.size) != TDB_OK) {
+        buf_free(&f->smallest);
+        buf_free(&f->largest);
+        free(f);
+        return NULL;
+    }
+    f->number = number;
+    f->file_size = file_size;
+    f->min_seq = min_seq;
+    f->max_seq = max_seq;
+    f->num_entries = num_entries;
+    f->num_deletes = num_deletes;
+    f->refs = 1;
+    return f;
+}
+
+/* File meta from a finished table's properties. */
+file_meta_t *file_meta_from_props(uint64_t number, const sst_props_t *p) {
+    return file_meta_create(number, p->file_size, buf_slice(&p->smallest), buf_slice(&p->largest), p->min_seq,
+                            p->max_seq, p->num_entries, p->num_deletes);
+}
+
+/* Take a reference. */
+void file_meta_ref(file_meta_t *f) { __atomic_add_fetch(&f->refs, 1, __ATOMIC_RELAXED); }
+
+/* Drop a reference; the last one frees f and reports it obsolete. */
+void file_meta_unref(file_meta_t *f) {
+    if (!f) return;
+    if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    file_obsolete_fn fn = f->obsolete_fn;
+    void *ctx = f->obsolete_ctx;
+    uint64_t number = f->number;
+    buf_free(&f->smallest);
+    buf_free(&f->largest);
+    free(f);
+    if (fn) fn(ctx, number);
+}
+
+/* ---------------------------------------------------------------------- */
+/* version                                                                 */
+/* ---------------------------------------------------------------------- */
+
+/* Empty version with refs 1. */
+version_t *version_create(file_obsolete_fn fn, void *ctx) {
+    version_t *v = (version_t *)calloc(1, sizeof *v);
+    if (!v) return NULL;
+    v->refs = 1;
+    v->fn = fn;
+    v->ctx = ctx;
+    return v;
+}
+
+/* Take a reference. */
+void version_ref(version_t *v) { __atomic_add_fetch(&v->refs, 1, __ATOMIC_RELAXED); }
+
+/* Free a version's storage, dropping its file references. */
+static void version_free(version_t *v) {
+    for (int l = 0; l < TDB_MAX_LEVELS; l++) {
+        for (int i = 0; i < v->n[l]; i++) file_meta_unref(v->files[l][i]);
+        free(v->files[l]);
+        buf_free(&v->cursor[l]);
+    }
+    free(v);
+}
+
+/* Drop a reference; the last one frees v. */
+void version_unref(version_t *v) {
+    if (!v) return;
+    if (__atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) == 0) version_free(v);
+}
+
+/* Number of files at level. */
+int version_num_files(const version_t *v, int level) {
+    if (level < 1 || level >= TDB_MAX_LEVELS) return 0;
+    return v->n[level];
+}
+
+/* i-th file at level, or NULL if out of range. */
+file_meta_t *version_file(const version_t *v, int level, int i) {
+    if (level < 1 || level >= TDB_MAX_LEVELS || i < 0 || i >= v->n[level]) return NULL;
+    return v->files[level][i];
+}
+
+/* Sum of file sizes at level. */
+uint64_t version_level_bytes(const version_t *v, int level) {
+    if (level < 1 || level >= TDB_MAX_LEVELS) return 0;
+    return v->bytes[level];
+}
+
+/* Files over all levels. */
+int version_total_files(const version_t *v) {
+    int t = 0;
+    for (int l = 1; l < TDB_MAX_LEVELS; l++) t += v->n[l];
+    return t;
+}
+
+/* Set the obsolete callback of v and of its files that have none yet. */
+void version_set_obsolete_fn(version_t *v, file_obsolete_fn fn, void *ctx) {
+    v->fn = fn;
+    v->ctx = ctx;
+    for (int l = 1; l < TDB_MAX_LEVELS; l++) {
+        for (int i = 0; i < v->n[l]; i++) {
+            file_meta_t *f = v->files[l][i];
+            if (!f->obsolete_fn) {
+                f->obsolete_fn = fn;
+                f->obsolete_ctx = ctx;
+            }
+        }
+    }
+}
+
+/* Compaction cursor of a level (picking hint). */
+buf_t *version_cursor_(version_t *v, int level) { return &v->cursor[level]; }
+
+/* ---------------------------------------------------------------------- */
+/* edits                                                                   */
+/* ---------------------------------------------------------------------- */
+
+/* Record that f is added to level (takes a reference). */
+int version_edit_add(version_edit_t *e, int level, file_meta_t *f) {
+    if (level < 1 || level >= TDB_MAX_LEVELS || !f) return tdb_err(TDB_ERR_INVALID_ARG, "edit: bad level %d", level);
+    if (e->n_add == e->cap_add) {
+        int ncap = e->cap_add ? e->cap_add * 2 : 8;
+        void *p = realloc(e->add, (size_t)ncap * sizeof e->add[0]);
+        if (!p) return tdb_err(TDB_ERR_NOMEM, "edit: %d additions", ncap);
+        e->add = p;
+        e->cap_add = ncap;
+    }
+    file_meta_ref(f);
+    e->add[e->n_add].level = level;
+    e->add[e->n_add].f = f;
+    e->n_add++;
+    return TDB_OK;
+}
+
+/* Record that file `number` leaves level. */
+int version_edit_del(version_edit_t *e, int level, uint64_t number) {
+    if (level < 1 || level >= TDB_MAX_LEVELS) return tdb_err(TDB_ERR_INVALID_ARG, "edit: bad level %d", level);
+    if (e->n_del == e->cap_del) {
+        int ncap = e->cap_del ? e->cap_del * 2 : 8;
+        void *p = realloc(e->del, (size_t)ncap * sizeof e->del[0]);
+        if (!p) return tdb_err(TDB_ERR_NOMEM, "edit: %d deletions", ncap);
+        e->del = p;
+        e->cap_del = ncap;
+    }
+    e->del[e->n_del].level = level;
+    e->del[e->n_del].number = number;
+    e->n_del++;
+    return TDB_OK;
+}
+
+/* Release the edit's file references and arrays. */
+void version_edit_free(version_edit_t *e) {
+    for (int i = 0; i < e->n_add; i++) file_meta_unref(e->add[i].f);
+    free(e->add);
+    free(e->del);
+    memset(e, 0, sizeof *e);
+}
+
+/* ---------------------------------------------------------------------- */
+/* apply                                                                   */
+/* ---------------------------------------------------------------------- */
+
+typedef struct del_key {
+    int level;
+    uint64_t number;
+} del_key_t;
+
+/* Order deletions by (level, number). */
+static int del_cmp(const void *a, const void *b) {
+    const del_key_t *x = (const del_key_t *)a, *y = (const del_key_t *)b;
+    if (x->level != y->level) return x->level < y->level ? -1 : 1;
+    return x->number < y->number ? -1 : (x->number > y->number);
+}
+
+/* Level-1 order: newest first (max_seq desc, then number desc). */
+static int l1_cmp(const void *a, const void *b) {
+    const file_meta_t *x = *(file_meta_t *const *)a, *y = *(file_meta_t *const *)b;
+    if (x->max_seq != y->max_seq) return x->max_seq > y->max_seq ? -1 : 1;
+    return x->number > y->number ? -1 : (x->number < y->number);
+}
+
+/* Deeper-level order: smallest key ascending. */
+static int lk_cmp(const void *a, const void *b) {
+    const file_meta_t *x = *(file_meta_t *const *)a, *y = *(file_meta_t *const *)b;
+    int c = ikey_compare(buf_slice(&x->smallest), buf_slice(&y->smallest));
+    if (c) return c;
+    return x->number < y->number ? -1 : (x->number > y->number);
+}
+
+/* Order file numbers ascending. */
+static int u64_cmp(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : (x > y);
+}
+
+/* Build base + edit into a new version. */
+int version_apply(const version_t *base, const version_edit_t *e, version_t **out) {
+    int rc = TDB_OK;
+    version_t *v = NULL;
+    del_key_t *dels = NULL;
+    uint64_t *nums = NULL;
+    *out = NULL;
+
+    for (int i = 0; i < e->n_add; i++) {
+        if (e->add[i].level < 1 || e->add[i].level >= TDB_MAX_LEVELS || !e->add[i].f)
+            RAISE(TDB_ERR_INVALID_ARG, "version apply: bad level %d", e->add[i].level);
+        if (!ikey_valid(buf_slice(&e->add[i].f->smallest)) || !ikey_valid(buf_slice(&e->add[i].f->largest)))
+            RAISE(TDB_ERR_INVALID_ARG, "version apply: file %llu has no key range",
+                  (unsigned long long)e->add[i].f->number);
+    }
+    for (int i = 0; i < e->n_del; i++)
+        if (e->del[i].level < 1 || e->del[i].level >= TDB_MAX_LEVELS)
+            RAISE(TDB_ERR_INVALID_ARG, "version apply: bad level %d", e->del[i].level);
+
+    v = version_create(base->fn, base->ctx);
+    if (!v) RAISE(TDB_ERR_NOMEM, "version");
+    if (e->n_del) {
+        dels = (del_key_t *)malloc((size_t)e->n_del * sizeof *dels);
+        if (!dels) RAISE(TDB_ERR_NOMEM, "version apply");
+        for (int i = 0; i < e->n_del; i++) {
+            dels[i].level = e->del[i].level;
+            dels[i].number = e->del[i].number;
+        }
+        qsort(dels, (size_t)e->n_del, sizeof *dels, del_cmp);
+    }
+
+    int matched = 0, total = 0;
+    for (int l = 1; l < TDB_MAX_LEVELS; l++) {
+        int cap = base->n[l];
+        for (int i = 0; i < e->n_add; i++) cap += e->add[i].level == l;
+        if (cap == 0) continue;
+        v->files[l] = (file_meta_t **)malloc((size_t)cap * sizeof(file_meta_t *));
+        if (!v->files[l]) RAISE(TDB_ERR_NOMEM, "version apply: level %d", l);
+        for (int i = 0; i < base->n[l]; i++) {
+            file_meta_t *f = base->files[l][i];
+            del_key_t k = {l, f->number};
+            if (dels && bsearch(&k, dels, (size_t)e->n_del, sizeof *dels, del_cmp)) {
+                matched++;
+                continue;
+            }
+            file_meta_ref(f);
+            v->files[l][v->n[l]++] = f;
+            v->bytes[l] += f->file_size;
+        }
+        for (int i = 0; i < e->n_add; i++) {
+            if (e->add[i].level != l) continue;
+            file_meta_t *f = e->add[i].f;
+            file_meta_ref(f);
+            v->files[l][v->n[l]++] = f;
+            v->bytes[l] += f->file_size;
+        }
+        total += v->n[l];
+    }
+    if (matched != e->n_del) {
+        /* Name one unmatched or duplicated deletion. */
+        for (int i = 0; i < e->n_del; i++) {
+            int found = 0, l = dels[i].level;
+            for (int j = 0; j < base->n[l] && !found; j++) found = base->files[l][j]->number == dels[i].number;
+            if (!found || (i > 0 && del_cmp(&dels[i], &dels[i - 1]) == 0))
+                RAISE(TDB_ERR_CORRUPTION, "version apply: file %llu deleted from level %d that lacks it",
+                      (unsigned long long)dels[i].number, l);
+        }
+        RAISE(TDB_ERR_CORRUPTION, "version apply: duplicate deletions");
+    }
+
+    /* No file number twice. */
+    if (total > 1) {
+        nums = (uint64_t *)malloc((size_t)total * sizeof *nums);
+        if (!nums) RAISE(TDB_ERR_NOMEM, "version apply");
+        int k = 0;
+        for (int l = 1; l < TDB_MAX_LEVELS; l++)
+            for (int i = 0; i < v->n[l]; i++) nums[k++] = v->files[l][i]->number;
+        qsort(nums, (size_t)total, sizeof *nums, u64_cmp);
+        for (int i = 1; i < total; i++)
+            if (nums[i] == nums[i - 1])
+                RAISE(TDB_ERR_CORRUPTION, "version apply: file %llu present twice", (unsigned long long)nums[i]);
+    }
+
+    /* Level order and the disjointness of levels >= 2. */
+    if (v->n[1] > 1) qsort(v->files[1], (size_t)v->n[1], sizeof(file_meta_t *), l1_cmp);
+    for (int l = 2; l < TDB_MAX_LEVELS; l++) {
+        if (v->n[l] > 1) qsort(v->files[l], (size_t)v->n[l], sizeof(file_meta_t *), lk_cmp);
+        for (int i = 1; i < v->n[l]; i++) {
+            const file_meta_t *a = v->files[l][i - 1], *b = v->files[l][i];
+            if (slice_compare(ikey_user(buf_slice(&a->largest)), ikey_user(buf_slice(&b->smallest))) >= 0)
+                RAISE(TDB_ERR_CORRUPTION, "version apply: files %llu and %llu overlap at level %d",
+                      (unsigned long long)a->number, (unsigned long long)b->number, l);
+        }
+    }
+
+    for (int l = 1; l < TDB_MAX_LEVELS; l++)
+        if (base->cursor[l].size) TRY(buf_append(&v->cursor[l], base->cursor[l].data, base->cursor[l].size));
+
+    /* Files entering a version now report to its callback. */
+    for (int i = 0; i < e->n_add; i++) {
+        file_meta_t *f = e->add[i].f;
+        if (!f->obsolete_fn) {
+            f->obsolete_fn = base->fn;
+            f->obsolete_ctx = base->ctx;
+        }
+    }
+    *out = v;
+    v = NULL;
+err:
+    /* A failed new version drops only the references it took; the files
+     * stay referenced by base or the edit, so no callback fires. */
+    if (v) version_free(v);
+    free(dels);
+    free(nums);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* lookups                                                                 */
+/* ---------------------------------------------------------------------- */
+
+/* Probe one file for user_key: 1 found, 0 absent, <0 error. */
+static int probe_file(table_cache_t *tc, const file_meta_t *f, slice_t user_key, uint64_t snap_seq,
+                      unsigned *type, uint64_t *seq, buf_t *value) {
+    sst_reader_t *r = NULL;
+    int rc = table_cache_get(tc, f->number, &r);
+    if (rc != TDB_OK) return rc;
+    rc = sst_reader_may_contain(r, user_key) ? sst_reader_get(r, user_key, snap_seq, type, seq, value) : 0;
+    sst_reader_unref(r);
+    return rc;
+}
+
+/* Does f's user-key range include user_key? */
+static int file_covers(const file_meta_t *f, slice_t user_key) {
+    return slice_compare(user_key, ikey_user(buf_slice(&f->smallest))) >= 0 &&
+           slice_compare(user_key, ikey_user(buf_slice(&f->largest))) <= 0;
+}
+
+/* Index of the first file at level (>= 2) whose largest user key >= key. */
+static int level_find_user(const version_t *v, int level, slice_t user_key) {
+    int lo = 0, hi = v->n[level];
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (slice_compare(ikey_user(buf_slice(&v->files[level][mid]->largest)), user_key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Point lookup through the levels. */
+int version_get(version_t *v, table_cache_t *tc, slice_t user_key, uint64_t snap_seq, unsigned *type,
+                uint64_t *seq, buf_t *value) {
+    for (int i = 0; i < v->n[1]; i++) {
+        const file_meta_t *f = v->files[1][i];
+        if (!file_covers(f, user_key)) continue;
+        int rc = probe_file(tc, f, user_key, snap_seq, type, seq, value);
+        if (rc != 0) return rc;
+    }
+    for (int l = 2; l < TDB_MAX_LEVELS; l++) {
+        if (v->n[l] == 0) continue;
+        int i = level_find_user(v, l, user_key);
+        if (i >= v->n[l] || !file_covers(v->files[l][i], user_key)) continue;
+        int rc = probe_file(tc, v->files[l][i], user_key, snap_seq, type, seq, value);
+        if (rc != 0) return rc;
+    }
+    return 0;
+}
+
+/* Grow an iterator array to hold one more. */
+static int iters_push(iter_t ***its, int *n, int *cap, iter_t *it) {
+    if (*n == *cap) {
+        int ncap = *cap ? *cap * 2 : 8;
+        iter_t **p = (iter_t **)realloc(*its, (size_t)ncap * sizeof *p);
+        if (!p) return tdb_err(TDB_ERR_NOMEM, "iterator array of %d", ncap);
+        *its = p;
+        *cap = ncap;
+    }
+    (*its)[(*n)++] = it;
+    return TDB_OK;
+}
+
+/* Append iterators covering v. */
+int version_add_iters(version_t *v, table_cache_t *tc, iter_t ***its, int *n, int *cap) {
+    int rc = TDB_OK, n0 = *n;
+    iter_t *it = NULL;
+    for (int i = 0; i < v->n[1]; i++) {
+        sst_reader_t *r = NULL;
+        TRY(table_cache_get(tc, v->files[1][i]->number, &r));
+        it = sst_reader_iter(r);
+        sst_reader_unref(r); /* the iterator holds its own reference */
+        if (!it) RAISE(TDB_ERR_NOMEM, "table iterator");
+        TRY(iters_push(its, n, cap, it));
+        it = NULL;
+    }
+    for (int l = 2; l < TDB_MAX_LEVELS; l++) {
+        if (v->n[l] == 0) continue;
+        it = version_level_iter(v, tc, l);
+        if (!it) RAISE(TDB_ERR_NOMEM, "level iterator");
+        TRY(iters_push(its, n, cap, it));
+        it = NULL;
+    }
+    return TDB_OK;
+err:
+    iter_destroy(it);
+    while (*n > n0) iter_destroy((*its)[--*n]);
+    return rc;
+}

@@ -1,0 +1,108 @@
+/*
+ * wal: the write-ahead log. A log file is a sequence of records, each
+ * carrying one opaque payload (the db layer puts an encoded write batch in
+ * it). The log knows nothing about what payloads mean.
+ *
+ * Record format (all integers fixed32 little-endian, util/coding.h):
+ *
+ *     +----------+----------+-------------------+
+ *     | checksum | length   | payload           |
+ *     | 4 bytes  | 4 bytes  | `length` bytes    |
+ *     +----------+----------+-------------------+
+ *
+ *   checksum = tdb_checksum2(length bytes, 4, payload, length), the masked
+ *              checksum of the 4 length bytes followed by the payload.
+ *   length   = 0 .. WAL_MAX_PAYLOAD (1 GiB). A larger length field marks the
+ *              record as damaged. Empty payloads are allowed.
+ *
+ * Records are packed back to back from offset 0; there is no file header,
+ * no padding and no block structure. An empty file is an empty log. Eight
+ * zero bytes are never an intact record (the checksum of an empty payload
+ * is not 0), so a zero-filled region never parses as data.
+ *
+ * Invariants
+ *  - Writer: every wal_writer_add() hands all of its records to ONE
+ *    env append() call (one write syscall on POSIX): a group commit lands
+ *    whole or, after a crash, as a torn tail. The file always holds complete
+ *    records up to wal_writer_size().
+ *  - Writer: after an I/O error in add or sync, the writer is failed:
+ *    every later add/sync returns the same error code (a failed fdatasync
+ *    may have dropped dirty pages, so a later "successful" sync would lie).
+ *    The caller must stop using this log (start a new one to continue).
+ *  - Writer: the first successful wal_writer_sync() also syncs the parent
+ *    directory, so once any sync returned TDB_OK the file's directory entry
+ *    is durable too.
+ *  - Reader: never trusts bytes from disk. It reads in chunks of
+ *    WAL_READ_CHUNK and grows its buffer only to hold a record whose length
+ *    fits in the rest of the file (as measured at open), so memory is
+ *    bounded by max(chunk, largest plausible record) and never by a length
+ *    field alone.
+ *  - Reader recovery rule: when the record at offset O is incomplete (its
+ *    header or payload runs past end of file, or its length exceeds
+ *    WAL_MAX_PAYLOAD) or its checksum fails, every byte offset after O is
+ *    tried as the start of an intact record (length fits in the file,
+ *    checksum matches).
+ *      - one exists: the damage is in the middle of the log ->
+ *        TDB_ERR_CORRUPTION (detail: path and O), torn_tail = 0;
+ *      - none exists: torn tail -> TDB_ERR_NOT_FOUND, torn_tail = 1,
+ *        valid_end = O; the caller truncates the file to valid_end.
+ *    End of file exactly at a record boundary is a clean end
+ *    (TDB_ERR_NOT_FOUND, torn_tail = 0). Once next() returns anything other
+ *    than TDB_OK it returns the same code forever.
+ *  - Threads: a writer or a reader belongs to one thread at a time (the db
+ *    layer serialises appends); neither takes locks.
+ */
+#ifndef TDB_WAL_WAL_H
+#define TDB_WAL_WAL_H
+
+#include <stdint.h>
+
+#include "env/env.h"
+#include "util/slice.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WAL_HEADER_SIZE 8u
+#define WAL_MAX_PAYLOAD (1u << 30)      /* 1 GiB */
+#define WAL_READ_CHUNK  (1u << 20)      /* reader's streaming chunk: 1 MiB */
+
+typedef struct wal_writer wal_writer_t;
+
+/* Create a new log file (truncating). */
+int wal_writer_open(env_t *env, const char *path, wal_writer_t **out);
+/* Append n records (payloads) as ONE append call (one write syscall): a
+ * group commit. n == 0 is a no-op. A payload over WAL_MAX_PAYLOAD is
+ * TDB_ERR_TOO_LARGE (nothing written, writer still usable). */
+int wal_writer_add(wal_writer_t *w, const slice_t *payloads, int n);
+/* fdatasync the file (the first time, also its directory). */
+int wal_writer_sync(wal_writer_t *w);
+/* Bytes written so far (complete records only). */
+uint64_t wal_writer_size(const wal_writer_t *w);
+/* Optionally sync, then close and free (always freed; NULL is a no-op).
+ * Returns the first error. */
+int wal_writer_close(wal_writer_t *w, int sync);
+
+typedef struct wal_reader wal_reader_t;
+
+/* Open an existing log for reading (TDB_ERR_NOT_FOUND if missing). Reads
+ * up to the file size at the time of open. */
+int wal_reader_open(env_t *env, const char *path, wal_reader_t **out);
+/* Next record: TDB_OK with *payload valid until the next call;
+ * TDB_ERR_NOT_FOUND at the end (clean end or torn tail);
+ * TDB_ERR_CORRUPTION (detail: path and offset) for a damaged record that is
+ * followed by at least one intact record. Other codes: I/O errors. */
+int wal_reader_next(wal_reader_t *r, slice_t *payload);
+/* Offset just past the last intact record returned (0 if none). */
+uint64_t wal_reader_valid_end(const wal_reader_t *r);
+/* 1 if reading ended at a torn tail (incomplete or damaged final record),
+ * else 0. */
+int wal_reader_torn_tail(const wal_reader_t *r);
+/* Close and free (NULL is a no-op). */
+void wal_reader_close(wal_reader_t *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,154 @@
+/*
+ * wal/wal_writer: appends group commits to a log file. Format and
+ * invariants: wal/wal.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/checksum.h"
+#include "util/coding.h"
+#include "util/error.h"
+#include "wal/wal.h"
+
+/* A group buffer larger than this is released after use instead of kept. */
+#define WAL_KEEP_BUF (4u << 20)
+
+struct wal_writer {
+    env_t *env;
+    env_file_t *file;
+    char *path;
+    uint64_t size;   /* bytes of complete records in the file */
+    buf_t group;     /* encoding scratch for one group, reused */
+    int failed;      /* sticky I/O error code, 0 while healthy */
+    int dir_synced;  /* parent directory synced once */
+};
+
+/* Create a new log file (truncating). */
+int wal_writer_open(env_t *env, const char *path, wal_writer_t **out) {
+    int rc = TDB_OK;
+    if (!out) return tdb_err(TDB_ERR_INVALID_ARG, "wal_writer_open: NULL out");
+    *out = NULL;
+    if (!env || !path) return tdb_err(TDB_ERR_INVALID_ARG, "wal_writer_open: NULL env or path");
+    wal_writer_t *w = (wal_writer_t *)calloc(1, sizeof *w);
+    if (!w || !(w->path = strdup(path))) RAISE(TDB_ERR_NOMEM, "wal %s: out of memory", path);
+    w->env = env;
+    TRY(env->open_writable(env, path, &w->file));
+    *out = w;
+    return TDB_OK;
+err:
+    if (w) free(w->path);
+    free(w);
+    return rc;
+}
+
+/* Re-raise the writer's sticky failure. */
+static int writer_failed(const wal_writer_t *w) {
+    return tdb_err(w->failed, "wal %s: writer failed earlier (%s); start a new log", w->path,
+                   tdb_strerror(w->failed));
+}
+
+/* Append n records as one append call. */
+int wal_writer_add(wal_writer_t *w, const slice_t *payloads, int n) {
+    int rc = TDB_OK;
+    if (!w || n < 0 || (n > 0 && !payloads)) return tdb_err(TDB_ERR_INVALID_ARG, "wal_writer_add: bad arguments");
+    if (w->failed) return writer_failed(w);
+    if (n == 0) return TDB_OK;
+
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        size_t len = payloads[i].size;
+        if (len > WAL_MAX_PAYLOAD)
+            return tdb_err(TDB_ERR_TOO_LARGE, "wal %s: record %d of %zu bytes exceeds the %u byte limit", w->path, i,
+                           len, WAL_MAX_PAYLOAD);
+        if (len > 0 && !payloads[i].data)
+            return tdb_err(TDB_ERR_INVALID_ARG, "wal %s: record %d has NULL data", w->path, i);
+        if (total > SIZE_MAX - WAL_HEADER_SIZE - len)
+            return tdb_err(TDB_ERR_TOO_LARGE, "wal %s: group of %d records too large", w->path, n);
+        total += WAL_HEADER_SIZE + len;
+    }
+
+    buf_clear(&w->group);
+    TRY(buf_reserve(&w->group, total));
+    for (int i = 0; i < n; i++) {
+        const slice_t *p = &payloads[i];
+        char *h = w->group.data + w->group.size;
+        enc_fixed32(h + 4, (uint32_t)p->size);
+        enc_fixed32(h, tdb_checksum2(h + 4, 4, p->size ? p->data : "", p->size));
+        w->group.size += WAL_HEADER_SIZE;
+        if (p->size) memcpy(w->group.data + w->group.size, p->data, p->size);
+        w->group.size += p->size;
+    }
+
+    rc = env_append(w->file, w->group.data, w->group.size);
+    if (rc != TDB_OK) {
+        w->failed = rc; /* part of the group may be in the file: a torn tail */
+        goto err;
+    }
+    w->size += w->group.size;
+err:
+    if (w->group.cap > WAL_KEEP_BUF) buf_free(&w->group);
+    else buf_clear(&w->group);
+    return rc;
+}
+
+/* Directory part of path ("." if none), malloc'd. */
+static char *parent_dir(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return strdup(".");
+    if (slash == path) return strdup("/");
+    size_t n = (size_t)(slash - path);
+    char *d = (char *)malloc(n + 1);
+    if (!d) return NULL;
+    memcpy(d, path, n);
+    d[n] = '\0';
+    return d;
+}
+
+/* fdatasync the file; the first time also sync its directory entry. */
+int wal_writer_sync(wal_writer_t *w) {
+    int rc = TDB_OK;
+    char *dir = NULL;
+    if (!w) return tdb_err(TDB_ERR_INVALID_ARG, "wal_writer_sync: NULL writer");
+    if (w->failed) return writer_failed(w);
+    rc = env_sync(w->file);
+    if (rc != TDB_OK) {
+        w->failed = rc;
+        return rc;
+    }
+    if (!w->dir_synced) {
+        dir = parent_dir(w->path);
+        if (!dir) return tdb_err(TDB_ERR_NOMEM, "wal %s: out of memory", w->path);
+        rc = w->env->sync_dir(w->env, dir);
+        free(dir);
+        if (rc != TDB_OK) {
+            w->failed = rc;
+            return rc;
+        }
+        w->dir_synced = 1;
+    }
+    return TDB_OK;
+}
+
+/* Bytes of complete records written so far. */
+uint64_t wal_writer_size(const wal_writer_t *w) { return w ? w->size : 0; }
+
+/* Optionally sync, then close and free. */
+int wal_writer_close(wal_writer_t *w, int sync) {
+    if (!w) return TDB_OK;
+    int rc = TDB_OK;
+    if (sync) rc = wal_writer_sync(w);
+    if (rc == TDB_OK) {
+        rc = env_close(w->file);
+    } else {
+        /* Report the sync failure, not a later close failure. */
+        char detail[512];
+        snprintf(detail, sizeof detail, "%s", tdb_last_error());
+        env_close(w->file);
+        tdb_err(rc, "%s", detail);
+    }
+    buf_free(&w->group);
+    free(w->path);
+    free(w);
+    return rc;
+}

@@ -1,0 +1,408 @@
+// Database-level tests through the public API only: writes, reads, deletes,
+// batches across column families, iterators against a reference map,
+// snapshots, TTL, flush/compaction, reopen, and misuse.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "testutil.h"
+#include "tidesdb/tidesdb.h"
+
+using tdbtest::Key;
+using tdbtest::TempDir;
+using tdbtest::Value;
+
+namespace {
+
+// Small buffers so tests exercise flushes and compactions quickly.
+tdb_config_t SmallConfig() {
+    tdb_config_t c;
+    tdb_config_default(&c);
+    c.default_cf.write_buffer_size = 256 << 10;
+    c.default_cf.sync_mode = TDB_SYNC_NONE;
+    c.block_cache_size = 1 << 20;
+    c.log_level = TDB_LOG_WARN;
+    return c;
+}
+
+class DbTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        cfg_ = SmallConfig();
+        Open();
+    }
+    void TearDown() override {
+        if (db_) EXPECT_EQ(tdb_close(db_), TDB_OK);
+    }
+    void Open() {
+        ASSERT_EQ(tdb_open(dir_.path().c_str(), &cfg_, &db_), TDB_OK) << tdb_last_error();
+        ASSERT_EQ(tdb_get_cf(db_, TDB_DEFAULT_CF, &cf_), TDB_OK);
+    }
+    void Reopen() {
+        ASSERT_EQ(tdb_close(db_), TDB_OK);
+        db_ = nullptr;
+        Open();
+    }
+    int Put(const std::string &k, const std::string &v, tdb_cf_t *cf = nullptr) {
+        return tdb_put(db_, cf ? cf : cf_, k.data(), k.size(), v.data(), v.size(), 0);
+    }
+    int Del(const std::string &k, tdb_cf_t *cf = nullptr) { return tdb_delete(db_, cf ? cf : cf_, k.data(), k.size()); }
+    std::string Get(const std::string &k, tdb_cf_t *cf = nullptr, const tdb_snapshot_t *snap = nullptr) {
+        void *v = nullptr;
+        size_t n = 0;
+        int rc = tdb_get(db_, cf ? cf : cf_, snap, k.data(), k.size(), &v, &n);
+        if (rc == TDB_ERR_NOT_FOUND) return "NOT_FOUND";
+        if (rc != TDB_OK) return std::string("ERROR:") + tdb_strerror(rc);
+        std::string s((char *)v, n);
+        tdb_free(v);
+        return s;
+    }
+    // All (key, value) pairs via a forward scan.
+    std::vector<std::pair<std::string, std::string>> Scan(tdb_cf_t *cf = nullptr, const tdb_snapshot_t *snap = nullptr) {
+        tdb_iter_t *it;
+        EXPECT_EQ(tdb_iter_create(db_, cf ? cf : cf_, snap, &it), TDB_OK);
+        std::vector<std::pair<std::string, std::string>> out;
+        for (tdb_iter_seek_to_first(it); tdb_iter_valid(it); tdb_iter_next(it)) {
+            size_t kl, vl;
+            const char *k = (const char *)tdb_iter_key(it, &kl);
+            const char *v = (const char *)tdb_iter_value(it, &vl);
+            out.emplace_back(std::string(k, kl), std::string(v, vl));
+        }
+        EXPECT_EQ(tdb_iter_status(it), TDB_OK);
+        tdb_iter_destroy(it);
+        return out;
+    }
+
+    TempDir dir_;
+    tdb_config_t cfg_;
+    tdb_t *db_ = nullptr;
+    tdb_cf_t *cf_ = nullptr;
+};
+
+TEST_F(DbTest, PutGetDeleteOverwrite) {
+    EXPECT_EQ(Get("a"), "NOT_FOUND");
+    ASSERT_EQ(Put("a", "1"), TDB_OK);
+    ASSERT_EQ(Put("b", "2"), TDB_OK);
+    EXPECT_EQ(Get("a"), "1");
+    ASSERT_EQ(Put("a", "3"), TDB_OK);
+    EXPECT_EQ(Get("a"), "3");
+    ASSERT_EQ(Del("a"), TDB_OK);
+    EXPECT_EQ(Get("a"), "NOT_FOUND");
+    EXPECT_EQ(Get("b"), "2");
+    ASSERT_EQ(Put("empty", ""), TDB_OK);
+    EXPECT_EQ(Get("empty"), "");
+}
+
+TEST_F(DbTest, BadInputGetsClearErrors) {
+    EXPECT_EQ(tdb_put(db_, cf_, "", 0, "v", 1, 0), TDB_ERR_INVALID_ARG);
+    EXPECT_EQ(tdb_put(db_, cf_, nullptr, 3, "v", 1, 0), TDB_ERR_INVALID_ARG);
+    std::string big(TDB_MAX_KEY_SIZE + 1, 'k');
+    EXPECT_EQ(tdb_put(db_, cf_, big.data(), big.size(), "v", 1, 0), TDB_ERR_TOO_LARGE);
+    EXPECT_EQ(tdb_put(db_, nullptr, "k", 1, "v", 1, 0), TDB_ERR_INVALID_ARG);
+    EXPECT_EQ(tdb_put(db_, cf_, "k", 1, "v", 1, -5), TDB_ERR_INVALID_ARG);
+    void *v;
+    size_t n;
+    EXPECT_EQ(tdb_get(db_, cf_, nullptr, "", 0, &v, &n), TDB_ERR_INVALID_ARG);
+    EXPECT_EQ(tdb_get(db_, cf_, nullptr, "k", 1, nullptr, &n), TDB_ERR_INVALID_ARG);
+    tdb_cf_t *missing;
+    EXPECT_EQ(tdb_get_cf(db_, "nope", &missing), TDB_ERR_NOT_FOUND);
+    EXPECT_EQ(tdb_drop_cf(db_, TDB_DEFAULT_CF), TDB_ERR_INVALID_ARG);
+    EXPECT_EQ(tdb_drop_cf(db_, "nope"), TDB_ERR_NOT_FOUND);
+    tdb_cf_config_t bad;
+    tdb_cf_config_default(&bad);
+    bad.compression = 42;
+    EXPECT_EQ(tdb_create_cf(db_, "x", &bad, nullptr), TDB_ERR_INVALID_ARG);
+    tdb_cf_config_default(&bad);
+    bad.bloom_fpr = 1.5;
+    EXPECT_EQ(tdb_create_cf(db_, "x", &bad, nullptr), TDB_ERR_INVALID_ARG);
+    EXPECT_EQ(tdb_create_cf(db_, "", nullptr, nullptr), TDB_ERR_INVALID_ARG);
+    EXPECT_STRNE(tdb_last_error(), "");
+}
+
+TEST_F(DbTest, SecondOpenIsLocked) {
+    tdb_t *other = nullptr;
+    EXPECT_EQ(tdb_open(dir_.path().c_str(), &cfg_, &other), TDB_ERR_LOCKED);
+    EXPECT_EQ(other, nullptr);
+}
+
+TEST_F(DbTest, OpenMissingWithoutCreateFails) {
+    TempDir d;
+    tdb_config_t c = SmallConfig();
+    c.create_if_missing = 0;
+    tdb_t *x = nullptr;
+    EXPECT_EQ(tdb_open((d.path() + "/sub").c_str(), &c, &x), TDB_ERR_NOT_FOUND);
+    c.create_if_missing = 1;
+    c.error_if_exists = 1;
+    EXPECT_EQ(tdb_open(dir_.path().c_str(), &c, &x), TDB_ERR_LOCKED);
+}
+
+TEST_F(DbTest, ColumnFamiliesAreIsolatedAndPersist) {
+    tdb_cf_t *users, *orders;
+    ASSERT_EQ(tdb_create_cf(db_, "users", nullptr, &users), TDB_OK);
+    ASSERT_EQ(tdb_create_cf(db_, "orders", nullptr, &orders), TDB_OK);
+    EXPECT_EQ(tdb_create_cf(db_, "users", nullptr, nullptr), TDB_ERR_EXISTS);
+    ASSERT_EQ(Put("k", "u", users), TDB_OK);
+    ASSERT_EQ(Put("k", "o", orders), TDB_OK);
+    EXPECT_EQ(Get("k"), "NOT_FOUND");
+    EXPECT_EQ(Get("k", users), "u");
+    EXPECT_EQ(Get("k", orders), "o");
+    char **names;
+    size_t n;
+    ASSERT_EQ(tdb_list_cfs(db_, &names, &n), TDB_OK);
+    EXPECT_EQ(n, 3u);
+    for (size_t i = 0; i < n; i++) tdb_free(names[i]);
+    tdb_free(names);
+    ASSERT_EQ(tdb_drop_cf(db_, "orders"), TDB_OK);
+    EXPECT_EQ(tdb_put(db_, orders, "k", 1, "v", 1, 0), TDB_ERR_CLOSED);
+    void *v;
+    size_t vl;
+    EXPECT_EQ(tdb_get(db_, orders, nullptr, "k", 1, &v, &vl), TDB_ERR_CLOSED);
+    Reopen();
+    ASSERT_EQ(tdb_get_cf(db_, "users", &users), TDB_OK);
+    EXPECT_EQ(Get("k", users), "u");
+    EXPECT_EQ(tdb_get_cf(db_, "orders", &orders), TDB_ERR_NOT_FOUND);
+    // A new family with the dropped name starts empty.
+    ASSERT_EQ(tdb_create_cf(db_, "orders", nullptr, &orders), TDB_OK);
+    EXPECT_EQ(Get("k", orders), "NOT_FOUND");
+}
+
+TEST_F(DbTest, BatchIsAtomicAcrossFamilies) {
+    tdb_cf_t *a;
+    ASSERT_EQ(tdb_create_cf(db_, "a", nullptr, &a), TDB_OK);
+    tdb_batch_t *b;
+    ASSERT_EQ(tdb_batch_create(&b), TDB_OK);
+    ASSERT_EQ(tdb_batch_put(b, cf_, "x", 1, "1", 1, 0), TDB_OK);
+    ASSERT_EQ(tdb_batch_put(b, a, "y", 1, "2", 1, 0), TDB_OK);
+    ASSERT_EQ(tdb_batch_delete(b, cf_, "x", 1), TDB_OK);
+    ASSERT_EQ(tdb_batch_put(b, cf_, "z", 1, "3", 1, 0), TDB_OK);
+    EXPECT_EQ(tdb_batch_count(b), 4u);
+    // An invalid entry is rejected without changing the batch.
+    EXPECT_EQ(tdb_batch_put(b, cf_, "", 0, "3", 1, 0), TDB_ERR_INVALID_ARG);
+    EXPECT_EQ(tdb_batch_count(b), 4u);
+    ASSERT_EQ(tdb_write(db_, b), TDB_OK);
+    tdb_batch_destroy(b);
+    EXPECT_EQ(Get("x"), "NOT_FOUND"); // later op in the batch wins
+    EXPECT_EQ(Get("y", a), "2");
+    EXPECT_EQ(Get("z"), "3");
+}
+
+TEST_F(DbTest, TtlExpires) {
+    ASSERT_EQ(tdb_put(db_, cf_, "t", 1, "v", 1, 1), TDB_OK);
+    ASSERT_EQ(Put("keep", "v"), TDB_OK);
+    EXPECT_EQ(Get("t"), "v");
+    std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+    EXPECT_EQ(Get("t"), "NOT_FOUND");
+    auto all = Scan();
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_EQ(all[0].first, "keep");
+    ASSERT_EQ(tdb_compact(db_, cf_), TDB_OK);
+    EXPECT_EQ(Get("t"), "NOT_FOUND");
+    EXPECT_EQ(Get("keep"), "v");
+}
+
+TEST_F(DbTest, SnapshotsPinVersionsThroughCompaction) {
+    ASSERT_EQ(Put("k", "old"), TDB_OK);
+    ASSERT_EQ(Put("gone", "x"), TDB_OK);
+    tdb_snapshot_t *s = tdb_snapshot_create(db_);
+    ASSERT_NE(s, nullptr);
+    ASSERT_EQ(Put("k", "new"), TDB_OK);
+    ASSERT_EQ(Del("gone"), TDB_OK);
+    ASSERT_EQ(Put("later", "y"), TDB_OK);
+    ASSERT_EQ(tdb_compact(db_, cf_), TDB_OK);
+    EXPECT_EQ(Get("k"), "new");
+    EXPECT_EQ(Get("k", nullptr, s), "old");
+    EXPECT_EQ(Get("gone", nullptr, s), "x");
+    EXPECT_EQ(Get("gone"), "NOT_FOUND");
+    EXPECT_EQ(Get("later", nullptr, s), "NOT_FOUND");
+    auto snap_view = Scan(nullptr, s);
+    ASSERT_EQ(snap_view.size(), 2u);
+    EXPECT_EQ(snap_view[0], std::make_pair(std::string("gone"), std::string("x")));
+    EXPECT_EQ(snap_view[1], std::make_pair(std::string("k"), std::string("old")));
+    tdb_snapshot_release(db_, s);
+    ASSERT_EQ(tdb_compact(db_, cf_), TDB_OK);
+    EXPECT_EQ(Get("k"), "new");
+}
+
+TEST_F(DbTest, IteratorIsPointInTime) {
+    for (int i = 0; i < 100; i++) ASSERT_EQ(Put(Key(i), Value(i, 20)), TDB_OK);
+    tdb_iter_t *it;
+    ASSERT_EQ(tdb_iter_create(db_, cf_, nullptr, &it), TDB_OK);
+    for (int i = 0; i < 100; i += 2) ASSERT_EQ(Del(Key(i)), TDB_OK);
+    ASSERT_EQ(Put(Key(1000), "new"), TDB_OK);
+    ASSERT_EQ(tdb_flush(db_, cf_), TDB_OK);
+    int n = 0;
+    for (tdb_iter_seek_to_first(it); tdb_iter_valid(it); tdb_iter_next(it)) n++;
+    EXPECT_EQ(n, 100);
+    tdb_iter_destroy(it);
+    EXPECT_EQ(Scan().size(), 51u);
+}
+
+// Random operations with flushes and compactions, checked against std::map
+// with forward, backward, seek and seek_for_prev.
+TEST_F(DbTest, RandomOpsMatchReferenceModel) {
+    std::mt19937_64 rng(42);
+    std::map<std::string, std::string> ref;
+    for (int round = 0; round < 6; round++) {
+        for (int i = 0; i < 8000; i++) {
+            uint64_t k = rng() % 5000;
+            int op = (int)(rng() % 10);
+            std::string key = Key(k);
+            if (op < 7) {
+                std::string v = Value(rng(), 10 + rng() % 200 + (rng() % 50 == 0 ? 3000 : 0));
+                ASSERT_EQ(Put(key, v), TDB_OK);
+                ref[key] = v;
+            } else {
+                ASSERT_EQ(Del(key), TDB_OK);
+                ref.erase(key);
+            }
+        }
+        if (round == 2) ASSERT_EQ(tdb_flush(db_, cf_), TDB_OK);
+        if (round == 4) ASSERT_EQ(tdb_compact(db_, cf_), TDB_OK);
+        if (round == 3) Reopen();
+        auto all = Scan();
+        ASSERT_EQ(all.size(), ref.size()) << "round " << round;
+        auto rit = ref.begin();
+        for (auto &kv : all) {
+            ASSERT_EQ(kv.first, rit->first);
+            ASSERT_EQ(kv.second, rit->second);
+            ++rit;
+        }
+        // Backward.
+        tdb_iter_t *it;
+        ASSERT_EQ(tdb_iter_create(db_, cf_, nullptr, &it), TDB_OK);
+        auto back = ref.rbegin();
+        for (tdb_iter_seek_to_last(it); tdb_iter_valid(it); tdb_iter_prev(it), ++back) {
+            size_t kl;
+            const char *k = (const char *)tdb_iter_key(it, &kl);
+            ASSERT_NE(back, ref.rend());
+            ASSERT_EQ(std::string(k, kl), back->first);
+        }
+        EXPECT_EQ(back, ref.rend());
+        // Seeks with direction changes.
+        for (int s = 0; s < 300; s++) {
+            std::string target = Key(rng() % 5100);
+            bool for_prev = rng() % 2;
+            if (for_prev) tdb_iter_seek_for_prev(it, target.data(), target.size());
+            else tdb_iter_seek(it, target.data(), target.size());
+            auto expect = ref.lower_bound(target);
+            if (for_prev) {
+                expect = ref.upper_bound(target);
+                expect = expect == ref.begin() ? ref.end() : std::prev(expect);
+            }
+            for (int step = 0; step < 5; step++) {
+                if (expect == ref.end()) {
+                    ASSERT_FALSE(tdb_iter_valid(it));
+                    break;
+                }
+                ASSERT_TRUE(tdb_iter_valid(it));
+                size_t kl, vl;
+                const char *k = (const char *)tdb_iter_key(it, &kl);
+                const char *v = (const char *)tdb_iter_value(it, &vl);
+                ASSERT_EQ(std::string(k, kl), expect->first);
+                ASSERT_EQ(std::string(v, vl), expect->second);
+                if (rng() % 2) {
+                    tdb_iter_next(it);
+                    ++expect;
+                } else {
+                    tdb_iter_prev(it);
+                    expect = expect == ref.begin() ? ref.end() : std::prev(expect);
+                }
+            }
+        }
+        tdb_iter_destroy(it);
+        for (int i = 0; i < 500; i++) {
+            std::string key = Key(rng() % 5000);
+            auto f = ref.find(key);
+            ASSERT_EQ(Get(key), f == ref.end() ? "NOT_FOUND" : f->second);
+        }
+    }
+}
+
+TEST_F(DbTest, ConcurrentWritersAndReaders) {
+    const int kThreads = 4, kPer = 20000;
+    std::vector<std::thread> ts;
+    for (int t = 0; t < kThreads; t++) {
+        ts.emplace_back([&, t] {
+            for (int i = 0; i < kPer; i++) {
+                std::string k = Key((uint64_t)t * kPer + i);
+                ASSERT_EQ(Put(k, Value(i, 50)), TDB_OK);
+                if (i % 7 == 0) {
+                    std::string got = Get(k);
+                    ASSERT_EQ(got, Value(i, 50));
+                }
+            }
+        });
+    }
+    for (auto &t : ts) t.join();
+    ASSERT_EQ(tdb_wait_idle(db_), TDB_OK);
+    EXPECT_EQ(Scan().size(), (size_t)(kThreads * kPer));
+    tdb_stats_t st;
+    ASSERT_EQ(tdb_get_stats(db_, nullptr, &st), TDB_OK);
+    EXPECT_GT(st.flushes, 0u);
+    EXPECT_GT(st.wal_bytes_written, 0u);
+    EXPECT_GT(st.flush_bytes_written, 0u);
+    EXPECT_EQ(st.last_sequence, (uint64_t)(kThreads * kPer));
+}
+
+TEST_F(DbTest, CompactionKeepsTreeBoundedAndDropsTombstones) {
+    for (int round = 0; round < 5; round++)
+        for (int i = 0; i < 10000; i++) ASSERT_EQ(Put(Key(i), Value(i + round, 100)), TDB_OK);
+    for (int i = 0; i < 10000; i++) ASSERT_EQ(Del(Key(i)), TDB_OK);
+    ASSERT_EQ(tdb_wait_idle(db_), TDB_OK);
+    tdb_stats_t st;
+    ASSERT_EQ(tdb_get_stats(db_, cf_, &st), TDB_OK);
+    EXPECT_LT(st.levels[1].files, (uint64_t)cfg_.default_cf.l1_file_count_trigger * 2);
+    ASSERT_EQ(tdb_compact(db_, cf_), TDB_OK);
+    ASSERT_EQ(tdb_get_stats(db_, cf_, &st), TDB_OK);
+    uint64_t files = 0;
+    for (int l = 1; l < TDB_MAX_LEVELS; l++) files += st.levels[l].files;
+    EXPECT_EQ(files, 0u) << "all data deleted: bottom-level compaction drops every tombstone";
+    EXPECT_EQ(Scan().size(), 0u);
+    EXPECT_GT(st.compactions, 0u);
+}
+
+TEST_F(DbTest, LargeValuesRoundTrip) {
+    std::map<std::string, std::string> ref;
+    for (int i = 0; i < 300; i++) {
+        std::string v = Value(i, (size_t)(i % 3 == 0 ? 64 << 10 : 4096));
+        ASSERT_EQ(Put(Key(i), v), TDB_OK);
+        ref[Key(i)] = v;
+    }
+    ASSERT_EQ(tdb_compact(db_, cf_), TDB_OK);
+    Reopen();
+    for (auto &kv : ref) ASSERT_EQ(Get(kv.first), kv.second);
+    EXPECT_EQ(Scan().size(), ref.size());
+}
+
+TEST_F(DbTest, ReopenReplaysWalWithoutFlush) {
+    cfg_.default_cf.write_buffer_size = 64 << 20;
+    Reopen();
+    for (int i = 0; i < 5000; i++) ASSERT_EQ(Put(Key(i), Value(i)), TDB_OK);
+    for (int i = 0; i < 5000; i += 3) ASSERT_EQ(Del(Key(i)), TDB_OK);
+    Reopen();
+    for (int i = 0; i < 5000; i++) ASSERT_EQ(Get(Key(i)), i % 3 == 0 ? "NOT_FOUND" : Value(i));
+    Reopen();  // second reopen: recovered data now lives in tables
+    for (int i = 0; i < 5000; i++) ASSERT_EQ(Get(Key(i)), i % 3 == 0 ? "NOT_FOUND" : Value(i));
+    tdb_stats_t st;
+    ASSERT_EQ(tdb_get_stats(db_, cf_, &st), TDB_OK);
+    EXPECT_EQ(st.last_sequence, 5000u + 1667u);
+}
+
+TEST_F(DbTest, StatsCountCacheAndLevels) {
+    for (int i = 0; i < 20000; i++) ASSERT_EQ(Put(Key(i), Value(i)), TDB_OK);
+    ASSERT_EQ(tdb_flush(db_, nullptr), TDB_OK);
+    for (int i = 0; i < 2000; i++) ASSERT_EQ(Get(Key(i * 7 % 20000)), Value(i * 7 % 20000));
+    tdb_stats_t st;
+    ASSERT_EQ(tdb_get_stats(db_, nullptr, &st), TDB_OK);
+    uint64_t files = 0;
+    for (int l = 1; l < TDB_MAX_LEVELS; l++) files += st.levels[l].files;
+    EXPECT_GT(files, 0u);
+    EXPECT_GT(st.block_cache_hits + st.block_cache_misses, 0u);
+    EXPECT_GE(st.user_bytes_written, 20000u * (16 + 100));
+}
+
+}  // namespace

@@ -1,0 +1,323 @@
+// Unit tests for env: the POSIX environment and the helpers built on env_t.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "testutil.h"
+
+extern "C" {
+#include "env/env.h"
+#include "util/error.h"
+}
+
+using tdbtest::TempDir;
+
+namespace {
+
+std::string Slurp(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+void Spit(const std::string &path, const std::string &data) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(data.data(), (std::streamsize)data.size());
+}
+
+bool Contains(const std::string &hay, const std::string &needle) { return hay.find(needle) != std::string::npos; }
+
+}  // namespace
+
+TEST(Env, SingletonIsStable) {
+    EXPECT_EQ(env_posix(), env_posix());
+    EXPECT_NE(env_posix(), nullptr);
+}
+
+TEST(Env, WriteReadSyncSize) {
+    TempDir d;
+    env_t *e = env_posix();
+    std::string path = d.file("f");
+    env_file_t *w = nullptr;
+    ASSERT_EQ(e->open_writable(e, path.c_str(), &w), TDB_OK);
+    uint64_t sz = 99;
+    ASSERT_EQ(env_fsize(w, &sz), TDB_OK);
+    EXPECT_EQ(sz, 0u);
+    std::string a = "hello ", b = tdbtest::Value(7, 300000);
+    ASSERT_EQ(env_append(w, a.data(), a.size()), TDB_OK);
+    ASSERT_EQ(env_append(w, b.data(), b.size()), TDB_OK);
+    ASSERT_EQ(env_append(w, "", 0), TDB_OK);
+    ASSERT_EQ(env_fsize(w, &sz), TDB_OK);
+    EXPECT_EQ(sz, a.size() + b.size());
+    ASSERT_EQ(env_sync(w), TDB_OK);
+    ASSERT_EQ(env_close(w), TDB_OK);
+    ASSERT_EQ(e->file_size(e, path.c_str(), &sz), TDB_OK);
+    EXPECT_EQ(sz, a.size() + b.size());
+    EXPECT_EQ(Slurp(path), a + b);
+
+    env_file_t *r = nullptr;
+    ASSERT_EQ(e->open_readable(e, path.c_str(), &r), TDB_OK);
+    ASSERT_EQ(env_fsize(r, &sz), TDB_OK);
+    EXPECT_EQ(sz, a.size() + b.size());
+    std::string got(a.size() + b.size(), '\0');
+    size_t nr = 0;
+    ASSERT_EQ(env_pread(r, 0, got.data(), got.size(), &nr), TDB_OK);
+    EXPECT_EQ(nr, got.size());
+    EXPECT_EQ(got, a + b);
+    // A read running past the end is short, not an error.
+    char tail[32];
+    ASSERT_EQ(env_pread(r, sz - 5, tail, sizeof tail, &nr), TDB_OK);
+    EXPECT_EQ(nr, 5u);
+    EXPECT_EQ(std::string(tail, 5), b.substr(b.size() - 5));
+    ASSERT_EQ(env_pread(r, sz + 100, tail, sizeof tail, &nr), TDB_OK);
+    EXPECT_EQ(nr, 0u);
+    // The full-read helper.
+    std::string mid(100, '\0');
+    ASSERT_EQ(env_read_exact(r, 3, mid.data(), mid.size(), "f"), TDB_OK);
+    EXPECT_EQ(mid, (a + b).substr(3, 100));
+    // Appending to a read-only handle is misuse.
+    EXPECT_EQ(env_append(r, "x", 1), TDB_ERR_INVALID_ARG);
+    ASSERT_EQ(env_close(r), TDB_OK);
+    EXPECT_EQ(env_close(nullptr), TDB_OK);
+}
+
+TEST(Env, OpenWritableTruncates) {
+    TempDir d;
+    env_t *e = env_posix();
+    std::string path = d.file("f");
+    Spit(path, "old contents");
+    env_file_t *w = nullptr;
+    ASSERT_EQ(e->open_writable(e, path.c_str(), &w), TDB_OK);
+    ASSERT_EQ(env_append(w, "new", 3), TDB_OK);
+    ASSERT_EQ(env_close(w), TDB_OK);
+    EXPECT_EQ(Slurp(path), "new");
+}
+
+TEST(Env, ConcurrentReadersOnOneHandle) {
+    TempDir d;
+    env_t *e = env_posix();
+    std::string path = d.file("f");
+    std::string data = tdbtest::Value(1, 1 << 20);
+    Spit(path, data);
+    env_file_t *r = nullptr;
+    ASSERT_EQ(e->open_readable(e, path.c_str(), &r), TDB_OK);
+    std::vector<std::thread> ts;
+    std::atomic<int> bad{0};
+    for (int t = 0; t < 4; t++) {
+        ts.emplace_back([&, t] {
+            char buf[4096];
+            for (size_t off = (size_t)t * 977; off + sizeof buf <= data.size(); off += 4 * 4099) {
+                if (env_read_exact(r, off, buf, sizeof buf, "f") != TDB_OK || memcmp(buf, data.data() + off, sizeof buf) != 0)
+                    bad++;
+            }
+        });
+    }
+    for (auto &t : ts) t.join();
+    EXPECT_EQ(bad.load(), 0);
+    ASSERT_EQ(env_close(r), TDB_OK);
+}
+
+TEST(Env, RenameRemoveExistsTruncate) {
+    TempDir d;
+    env_t *e = env_posix();
+    std::string a = d.file("a"), b = d.file("b");
+    Spit(a, "alpha");
+    Spit(b, "beta-old");
+    EXPECT_EQ(e->exists(e, a.c_str()), 1);
+    ASSERT_EQ(e->rename(e, a.c_str(), b.c_str()), TDB_OK);  // replaces b
+    EXPECT_EQ(e->exists(e, a.c_str()), 0);
+    EXPECT_EQ(Slurp(b), "alpha");
+    ASSERT_EQ(e->sync_dir(e, d.path().c_str()), TDB_OK);
+    ASSERT_EQ(e->truncate(e, b.c_str(), 2), TDB_OK);
+    EXPECT_EQ(Slurp(b), "al");
+    ASSERT_EQ(e->remove(e, b.c_str()), TDB_OK);
+    EXPECT_EQ(e->exists(e, b.c_str()), 0);
+    EXPECT_EQ(e->rename(e, a.c_str(), b.c_str()), TDB_ERR_NOT_FOUND);
+    EXPECT_TRUE(Contains(tdb_last_error(), a)) << tdb_last_error();
+}
+
+TEST(Env, MkdirListDirRmdir) {
+    TempDir d;
+    env_t *e = env_posix();
+    std::string sub = d.file("sub");
+    ASSERT_EQ(e->mkdir(e, sub.c_str()), TDB_OK);
+    ASSERT_EQ(e->mkdir(e, sub.c_str()), TDB_OK);  // existing directory is fine
+    Spit(d.file("plain"), "x");
+    EXPECT_NE(e->mkdir(e, d.file("plain").c_str()), TDB_OK);  // a file is in the way
+
+    char **names = nullptr;
+    size_t n = 0;
+    ASSERT_EQ(e->list_dir(e, sub.c_str(), &names, &n), TDB_OK);
+    EXPECT_EQ(n, 0u);
+    env_free_list(names, n);
+
+    std::vector<std::string> want;
+    for (int i = 0; i < 40; i++) {
+        want.push_back("file" + std::to_string(i));
+        Spit(sub + "/" + want.back(), "v");
+    }
+    ASSERT_EQ(e->mkdir(e, (sub + "/nested").c_str()), TDB_OK);
+    want.push_back("nested");
+    ASSERT_EQ(e->list_dir(e, sub.c_str(), &names, &n), TDB_OK);
+    std::vector<std::string> got(names, names + n);
+    env_free_list(names, n);
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(got, want);
+
+    EXPECT_NE(e->rmdir(e, sub.c_str()), TDB_OK);  // not empty
+    ASSERT_EQ(e->rmdir(e, (sub + "/nested").c_str()), TDB_OK);
+    EXPECT_EQ(e->list_dir(e, d.file("missing").c_str(), &names, &n), TDB_ERR_NOT_FOUND);
+    env_free_list(nullptr, 0);
+}
+
+TEST(Env, WriteFileAtomicReplacesContent) {
+    TempDir d;
+    env_t *e = env_posix();
+    std::string big = tdbtest::Value(3, 100000);
+    ASSERT_EQ(env_write_file_atomic(e, d.path().c_str(), "CURRENT", "first", 5), TDB_OK);
+    EXPECT_EQ(Slurp(d.file("CURRENT")), "first");
+    ASSERT_EQ(env_write_file_atomic(e, d.path().c_str(), "CURRENT", big.data(), big.size()), TDB_OK);
+    EXPECT_EQ(Slurp(d.file("CURRENT")), big);
+    ASSERT_EQ(env_write_file_atomic(e, (d.path() + "/").c_str(), "CURRENT", "x", 1), TDB_OK);
+    EXPECT_EQ(Slurp(d.file("CURRENT")), "x");
+    EXPECT_EQ(e->exists(e, d.file("CURRENT.tmp").c_str()), 0);
+
+    char *data = nullptr;
+    size_t n = 0;
+    ASSERT_EQ(env_read_file(e, d.file("CURRENT").c_str(), &data, &n), TDB_OK);
+    EXPECT_EQ(std::string(data, n), "x");
+    EXPECT_EQ(data[n], '\0');
+    free(data);
+
+    // Empty file and a directory that does not exist.
+    ASSERT_EQ(env_write_file_atomic(e, d.path().c_str(), "EMPTY", "", 0), TDB_OK);
+    ASSERT_EQ(env_read_file(e, d.file("EMPTY").c_str(), &data, &n), TDB_OK);
+    EXPECT_EQ(n, 0u);
+    free(data);
+    EXPECT_EQ(env_write_file_atomic(e, d.file("nodir").c_str(), "X", "x", 1), TDB_ERR_NOT_FOUND);
+}
+
+TEST(Env, ReadExactShortFileIsCorruption) {
+    TempDir d;
+    env_t *e = env_posix();
+    std::string path = d.file("short");
+    Spit(path, "0123456789");
+    env_file_t *r = nullptr;
+    ASSERT_EQ(e->open_readable(e, path.c_str(), &r), TDB_OK);
+    char buf[16];
+    EXPECT_EQ(env_read_exact(r, 0, buf, 11, "footer of short"), TDB_ERR_CORRUPTION);
+    EXPECT_TRUE(Contains(tdb_last_error(), "footer of short")) << tdb_last_error();
+    EXPECT_EQ(env_read_exact(r, 8, buf, 4, "x"), TDB_ERR_CORRUPTION);
+    EXPECT_EQ(env_read_exact(r, 100, buf, 1, "x"), TDB_ERR_CORRUPTION);
+    EXPECT_EQ(env_read_exact(r, 6, buf, 4, "x"), TDB_OK);
+    EXPECT_EQ(std::string(buf, 4), "6789");
+    EXPECT_EQ(env_read_exact(r, 10, buf, 0, "x"), TDB_OK);
+    ASSERT_EQ(env_close(r), TDB_OK);
+}
+
+TEST(Env, MissingFileIsNotFound) {
+    TempDir d;
+    env_t *e = env_posix();
+    std::string path = d.file("nope");
+    env_file_t *f = nullptr;
+    EXPECT_EQ(e->open_readable(e, path.c_str(), &f), TDB_ERR_NOT_FOUND);
+    EXPECT_EQ(f, nullptr);
+    EXPECT_TRUE(Contains(tdb_last_error(), path)) << tdb_last_error();
+    uint64_t sz;
+    EXPECT_EQ(e->file_size(e, path.c_str(), &sz), TDB_ERR_NOT_FOUND);
+    EXPECT_EQ(e->remove(e, path.c_str()), TDB_ERR_NOT_FOUND);
+    EXPECT_EQ(e->truncate(e, path.c_str(), 0), TDB_ERR_NOT_FOUND);
+    EXPECT_EQ(e->exists(e, path.c_str()), 0);
+    char *data = nullptr;
+    size_t n = 0;
+    EXPECT_EQ(env_read_file(e, path.c_str(), &data, &n), TDB_ERR_NOT_FOUND);
+    EXPECT_EQ(data, nullptr);
+    EXPECT_EQ(e->open_writable(e, d.file("no/such/dir").c_str(), &f), TDB_ERR_NOT_FOUND);
+    EXPECT_EQ(e->sync_dir(e, d.file("nodir").c_str()), TDB_ERR_NOT_FOUND);
+}
+
+TEST(Env, LockTwiceInSameProcessIsLocked) {
+    TempDir d;
+    env_t *e = env_posix();
+    std::string path = d.file("LOCK");
+    env_lock_t *l1 = nullptr, *l2 = nullptr;
+    ASSERT_EQ(e->lock_file(e, path.c_str(), &l1), TDB_OK);
+    ASSERT_NE(l1, nullptr);
+    EXPECT_EQ(e->lock_file(e, path.c_str(), &l2), TDB_ERR_LOCKED);
+    EXPECT_EQ(l2, nullptr);
+    EXPECT_TRUE(Contains(tdb_last_error(), path)) << tdb_last_error();
+    // The same file under another spelling of its path.
+    std::string alias = d.path() + "/./LOCK";
+    EXPECT_EQ(e->lock_file(e, alias.c_str(), &l2), TDB_ERR_LOCKED);
+    // A refused attempt must not have released the holder's lock.
+    EXPECT_EQ(e->lock_file(e, path.c_str(), &l2), TDB_ERR_LOCKED);
+    // A different file is independent.
+    env_lock_t *other = nullptr;
+    ASSERT_EQ(e->lock_file(e, d.file("LOCK2").c_str(), &other), TDB_OK);
+    ASSERT_EQ(e->unlock_file(e, other), TDB_OK);
+    ASSERT_EQ(e->unlock_file(e, l1), TDB_OK);
+    ASSERT_EQ(e->lock_file(e, path.c_str(), &l2), TDB_OK);
+    ASSERT_EQ(e->unlock_file(e, l2), TDB_OK);
+    EXPECT_EQ(e->lock_file(e, d.file("no/dir/LOCK").c_str(), &l2), TDB_ERR_NOT_FOUND);
+}
+
+TEST(Env, LockHeldByForkedChildIsLocked) {
+    TempDir d;
+    env_t *e = env_posix();
+    std::string path = d.file("LOCK");
+    int up[2], down[2];  // child -> parent "locked", parent -> child "release"
+    ASSERT_EQ(pipe(up), 0);
+    ASSERT_EQ(pipe(down), 0);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        close(up[0]);
+        close(down[1]);
+        env_lock_t *l = nullptr;
+        char c = e->lock_file(e, path.c_str(), &l) == TDB_OK ? 'L' : 'E';
+        if (write(up[1], &c, 1) != 1) _exit(2);
+        if (read(down[0], &c, 1) != 1) _exit(3);
+        _exit(c == 'L' || c == 'r' ? 0 : 4);
+    }
+    close(up[1]);
+    close(down[0]);
+    char c = 0;
+    ASSERT_EQ(read(up[0], &c, 1), 1);
+    ASSERT_EQ(c, 'L');
+    env_lock_t *l = nullptr;
+    EXPECT_EQ(e->lock_file(e, path.c_str(), &l), TDB_ERR_LOCKED);
+    EXPECT_EQ(l, nullptr);
+    EXPECT_TRUE(Contains(tdb_last_error(), path)) << tdb_last_error();
+    c = 'r';
+    ASSERT_EQ(write(down[1], &c, 1), 1);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(up[0]);
+    close(down[1]);
+    // The child's exit released its lock.
+    ASSERT_EQ(e->lock_file(e, path.c_str(), &l), TDB_OK);
+    ASSERT_EQ(e->unlock_file(e, l), TDB_OK);
+}
+
+TEST(Env, NowMicrosIsMonotonic) {
+    env_t *e = env_posix();
+    uint64_t a = e->now_micros(e);
+    usleep(2000);
+    uint64_t b = e->now_micros(e);
+    EXPECT_GE(b, a + 1000);
+    EXPECT_LT(b, a + 10000000);
+}

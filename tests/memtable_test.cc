@@ -1,0 +1,480 @@
+// Unit tests for the memtable: arena, versioned get with snapshots, iterator
+// order against a sorted reference, concurrent inserts and readers, memory
+// accounting and reference-counted lifetime.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "testutil.h"
+
+extern "C" {
+#include "memtable/arena.h"
+#include "memtable/memtable.h"
+#include "util/error.h"
+#include "util/ikey.h"
+}
+
+namespace {
+
+std::string Str(slice_t s) { return std::string(s.data, s.size); }
+slice_t Sl(const std::string &s) { return slice_make(s.data(), s.size()); }
+
+std::string IKey(const std::string &user, uint64_t seq, unsigned type) {
+    buf_t b = {};
+    EXPECT_EQ(ikey_append(&b, Sl(user), seq, type), TDB_OK);
+    std::string r(b.data, b.size);
+    buf_free(&b);
+    return r;
+}
+
+bool IkeyLess(const std::string &a, const std::string &b) { return ikey_compare(Sl(a), Sl(b)) < 0; }
+
+// Value derived from the internal key, so every entry can be checked.
+std::string ValueFor(const std::string &user, uint64_t seq) {
+    return "v" + std::to_string(seq) + "/" + user + std::string(seq % 7, 'x');
+}
+
+struct Got {
+    int found;
+    unsigned type;
+    uint64_t seq;
+    std::string value;
+};
+
+Got Get(memtable_t *m, const std::string &user, uint64_t snap) {
+    Got g = {0, 999, 0, ""};
+    slice_t v = slice_make("", 0);
+    g.found = memtable_get(m, Sl(user), snap, &g.type, &g.seq, &v);
+    if (g.found) g.value = Str(v);
+    return g;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Arena
+// ---------------------------------------------------------------------------
+
+TEST(Arena, AlignedDistinctAndAccounted) {
+    arena_t *a = arena_create(64 * 1024);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(arena_memory_usage(a), 0u);
+    std::vector<std::pair<char *, size_t>> got;
+    std::mt19937 rng(1);
+    size_t total = 0;
+    for (int i = 0; i < 5000; i++) {
+        size_t n = rng() % 300;
+        if (i % 500 == 0) n = 100000;  // larger than a block: dedicated
+        char *p = (char *)arena_alloc(a, n);
+        ASSERT_NE(p, nullptr);
+        EXPECT_EQ((uintptr_t)p % 8, 0u);
+        memset(p, i & 0xff, n);
+        got.emplace_back(p, n);
+        total += n;
+    }
+    for (size_t i = 0; i < got.size(); i++)
+        for (size_t j = 0; j < got[i].second; j++)
+            ASSERT_EQ((unsigned char)got[i].first[j], i & 0xff) << "allocation " << i << " overwritten";
+    EXPECT_GE(arena_memory_usage(a), total);
+    EXPECT_LT(arena_memory_usage(a), total + total / 4 + 64 * 1024);
+    arena_destroy(a);
+}
+
+TEST(Arena, ConcurrentAllocationsAreDisjoint) {
+    arena_t *a = arena_create(16 * 1024);
+    const int kThreads = 4, kPer = 20000;
+    std::vector<std::vector<std::pair<char *, size_t>>> got(kThreads);
+    std::vector<std::thread> th;
+    for (int t = 0; t < kThreads; t++) {
+        th.emplace_back([&, t] {
+            std::mt19937 rng(t);
+            for (int i = 0; i < kPer; i++) {
+                size_t n = 1 + rng() % 64;
+                char *p = (char *)arena_alloc(a, n);
+                if (!p) return;
+                memset(p, t + 1, n);
+                got[t].emplace_back(p, n);
+            }
+        });
+    }
+    for (auto &x : th) x.join();
+    for (int t = 0; t < kThreads; t++) {
+        ASSERT_EQ(got[t].size(), (size_t)kPer);
+        for (auto &pn : got[t])
+            for (size_t j = 0; j < pn.second; j++) ASSERT_EQ(pn.first[j], t + 1);
+    }
+    arena_destroy(a);
+}
+
+// ---------------------------------------------------------------------------
+// Point lookups
+// ---------------------------------------------------------------------------
+
+TEST(Memtable, GetNewestVisibleVersion) {
+    memtable_t *m = memtable_create();
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(Get(m, "a", SEQ_MAX).found, 0);
+
+    ASSERT_EQ(memtable_add(m, 1, KT_PUT, Sl("a"), Sl("v1")), TDB_OK);
+    ASSERT_EQ(memtable_add(m, 5, KT_PUT, Sl("a"), Sl("v5")), TDB_OK);
+    ASSERT_EQ(memtable_add(m, 7, KT_DELETE, Sl("a"), Sl("")), TDB_OK);
+    ASSERT_EQ(memtable_add(m, 9, KT_PUT, Sl("a"), Sl("v9")), TDB_OK);
+    ASSERT_EQ(memtable_add(m, 3, KT_PUT, Sl("aa"), Sl("")), TDB_OK);  // empty value
+    ASSERT_EQ(memtable_add(m, 4, KT_SINGLE_DELETE, Sl("b"), Sl("")), TDB_OK);
+    ASSERT_EQ(memtable_add(m, 2, KT_PUT, Sl("b"), Sl("b2")), TDB_OK);
+    ASSERT_EQ(memtable_add(m, 6, KT_PUT_TTL, Sl("c"), Sl("12345678ttl")), TDB_OK);
+
+    struct {
+        std::string key;
+        uint64_t snap;
+        int found;
+        unsigned type;
+        uint64_t seq;
+        std::string value;
+    } cases[] = {
+        {"a", 0, 0, 0, 0, ""},        {"a", 1, 1, KT_PUT, 1, "v1"},
+        {"a", 4, 1, KT_PUT, 1, "v1"}, {"a", 5, 1, KT_PUT, 5, "v5"},
+        {"a", 6, 1, KT_PUT, 5, "v5"}, {"a", 7, 1, KT_DELETE, 7, ""},
+        {"a", 8, 1, KT_DELETE, 7, ""}, {"a", 9, 1, KT_PUT, 9, "v9"},
+        {"a", SEQ_MAX, 1, KT_PUT, 9, "v9"}, {"a", UINT64_MAX, 1, KT_PUT, 9, "v9"},
+        {"aa", 2, 0, 0, 0, ""},       {"aa", 3, 1, KT_PUT, 3, ""},
+        {"b", 1, 0, 0, 0, ""},        {"b", 3, 1, KT_PUT, 2, "b2"},
+        {"b", 4, 1, KT_SINGLE_DELETE, 4, ""}, {"c", 100, 1, KT_PUT_TTL, 6, "12345678ttl"},
+        {"", 100, 0, 0, 0, ""},       {"0", 100, 0, 0, 0, ""},
+        {"ab", 100, 0, 0, 0, ""},     {"d", 100, 0, 0, 0, ""},
+    };
+    for (auto &c : cases) {
+        Got g = Get(m, c.key, c.snap);
+        ASSERT_EQ(g.found, c.found) << c.key << "@" << c.snap;
+        if (!c.found) continue;
+        EXPECT_EQ(g.type, c.type) << c.key << "@" << c.snap;
+        EXPECT_EQ(g.seq, c.seq) << c.key << "@" << c.snap;
+        EXPECT_EQ(g.value, c.value) << c.key << "@" << c.snap;
+    }
+    EXPECT_EQ(memtable_num_entries(m), 8u);
+    EXPECT_EQ(memtable_num_deletes(m), 2u);
+    memtable_unref(m);
+}
+
+TEST(Memtable, RejectsBadTypeAndSequence) {
+    memtable_t *m = memtable_create();
+    EXPECT_EQ(memtable_add(m, 1, 0x80, Sl("a"), Sl("v")), TDB_ERR_INVALID_ARG);
+    EXPECT_EQ(memtable_add(m, SEQ_MAX + 1, KT_PUT, Sl("a"), Sl("v")), TDB_ERR_INVALID_ARG);
+    EXPECT_EQ(memtable_num_entries(m), 0u);
+    EXPECT_EQ(memtable_add(m, SEQ_MAX, KT_PUT, Sl("a"), Sl("v")), TDB_OK);
+    EXPECT_EQ(Get(m, "a", SEQ_MAX).seq, SEQ_MAX);
+    memtable_unref(m);
+}
+
+TEST(Memtable, LargeKeysAndValues) {
+    memtable_t *m = memtable_create();
+    std::string big_key(TDB_MAX_KEY_SIZE, 'k');
+    std::string big_val = tdbtest::Value(3, 3 << 20);  // > block size: own block
+    ASSERT_EQ(memtable_add(m, 10, KT_PUT, Sl(big_key), Sl(big_val)), TDB_OK);
+    ASSERT_EQ(memtable_add(m, 11, KT_PUT, Sl("small"), Sl(big_val.substr(0, 200))), TDB_OK);
+    Got g = Get(m, big_key, 10);
+    ASSERT_EQ(g.found, 1);
+    EXPECT_TRUE(g.value == big_val);
+    EXPECT_EQ(Get(m, "small", 11).value, big_val.substr(0, 200));
+    EXPECT_EQ(Get(m, big_key.substr(1), 11).found, 0);
+    EXPECT_GE(memtable_memory_usage(m), big_key.size() + big_val.size());
+    memtable_unref(m);
+}
+
+// ---------------------------------------------------------------------------
+// Ordering against a reference
+// ---------------------------------------------------------------------------
+
+namespace {
+
+// 100k entries over user keys drawn from a small alphabet (many versions per
+// key), unique sequences, inserted in random order.
+struct Populated {
+    memtable_t *m;
+    std::vector<std::string> ref;  // sorted internal keys
+    std::vector<std::string> users;
+
+    explicit Populated(int n, uint32_t seed) {
+        m = memtable_create();
+        std::mt19937 rng(seed);
+        for (int i = 0; i < n / 4; i++) {
+            std::string u(1 + rng() % 12, 'a');
+            for (char &ch : u) ch = (char)('a' + rng() % 6);
+            users.push_back(u);
+        }
+        std::vector<uint64_t> seqs(n);
+        for (int i = 0; i < n; i++) seqs[i] = (uint64_t)i + 1;
+        std::shuffle(seqs.begin(), seqs.end(), rng);
+        const unsigned types[] = {KT_PUT, KT_PUT, KT_PUT, KT_DELETE, KT_SINGLE_DELETE, KT_PUT_TTL};
+        for (int i = 0; i < n; i++) {
+            const std::string &u = users[rng() % users.size()];
+            unsigned t = types[rng() % 6];
+            EXPECT_EQ(memtable_add(m, seqs[i], t, Sl(u), Sl(ValueFor(u, seqs[i]))), TDB_OK);
+            ref.push_back(IKey(u, seqs[i], t));
+        }
+        std::sort(ref.begin(), ref.end(), IkeyLess);
+    }
+    ~Populated() { memtable_unref(m); }
+
+    void ExpectAt(const iter_t *it, long idx, const char *what) const {
+        bool in = idx >= 0 && idx < (long)ref.size();
+        ASSERT_EQ(iter_valid(it) != 0, in) << what << " at " << idx;
+        if (!in) return;
+        std::string k = Str(iter_key(it));
+        ASSERT_EQ(k, ref[idx]) << what;
+        slice_t ik = Sl(k);
+        ASSERT_EQ(Str(iter_value(it)), ValueFor(Str(ikey_user(ik)), ikey_seq(ik))) << what;
+    }
+};
+
+}  // namespace
+
+TEST(Memtable, IteratorMatchesSortedReference100k) {
+    Populated p(100000, 11);
+    EXPECT_EQ(memtable_num_entries(p.m), 100000u);
+    iter_t *it = memtable_iter(p.m);
+
+    long i = 0;
+    for (iter_seek_to_first(it); iter_valid(it); iter_next(it), i++) {
+        p.ExpectAt(it, i, "forward");
+        if (HasFatalFailure()) break;
+    }
+    EXPECT_EQ(i, 100000);
+    i = 99999;
+    for (iter_seek_to_last(it); iter_valid(it); iter_prev(it), i--) {
+        p.ExpectAt(it, i, "backward");
+        if (HasFatalFailure()) break;
+    }
+    EXPECT_EQ(i, -1);
+
+    // Seeks to random lookup keys, then a few random steps from there.
+    std::mt19937 rng(5);
+    for (int s = 0; s < 20000 && !HasFatalFailure(); s++) {
+        std::string u = p.users[rng() % p.users.size()];
+        if (rng() % 4 == 0) u += (char)('a' + rng() % 7);  // often absent
+        std::string target = IKey(u, rng() % 110000, rng() % 2 ? KT_SEEK : KT_PUT);
+        iter_seek(it, Sl(target));
+        long idx = std::lower_bound(p.ref.begin(), p.ref.end(), target, IkeyLess) - p.ref.begin();
+        p.ExpectAt(it, idx, "seek");
+        for (int k = 0; k < 4 && iter_valid(it); k++) {
+            if (rng() % 2) {
+                iter_next(it);
+                idx++;
+            } else {
+                iter_prev(it);
+                idx--;
+            }
+            p.ExpectAt(it, idx, "step");
+        }
+    }
+    EXPECT_EQ(iter_status(it), TDB_OK);
+    iter_destroy(it);
+}
+
+TEST(Memtable, GetMatchesReferenceAtRandomSnapshots) {
+    Populated p(30000, 23);
+    std::mt19937 rng(9);
+    for (int s = 0; s < 30000; s++) {
+        std::string u = p.users[rng() % p.users.size()];
+        if (rng() % 8 == 0) u.pop_back();
+        uint64_t snap = rng() % 31000;
+        std::string look = IKey(u, snap, KT_SEEK);
+        auto lb = std::lower_bound(p.ref.begin(), p.ref.end(), look, IkeyLess);
+        bool want = lb != p.ref.end() && Str(ikey_user(Sl(*lb))) == u;
+        Got g = Get(p.m, u, snap);
+        ASSERT_EQ(g.found, (int)want) << u << "@" << snap;
+        if (!want) continue;
+        EXPECT_EQ(g.seq, ikey_seq(Sl(*lb)));
+        EXPECT_EQ(g.type, ikey_type(Sl(*lb)));
+        EXPECT_EQ(g.value, ValueFor(u, g.seq));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Concurrency
+// ---------------------------------------------------------------------------
+
+TEST(Memtable, ConcurrentDisjointInserts) {
+    memtable_t *m = memtable_create();
+    const int kThreads = 4, kPer = 25000;
+    std::vector<std::thread> th;
+    std::atomic<int> failures{0};
+    for (int t = 0; t < kThreads; t++) {
+        th.emplace_back([&, t] {
+            for (int i = 0; i < kPer; i++) {
+                uint64_t id = (uint64_t)i * kThreads + t;
+                std::string u = tdbtest::Key(id * 2654435761u % 1000003u);
+                if (memtable_add(m, id + 1, KT_PUT, Sl(u), Sl(ValueFor(u, id + 1))) != TDB_OK) failures++;
+            }
+        });
+    }
+    for (auto &x : th) x.join();
+    ASSERT_EQ(failures.load(), 0);
+    ASSERT_EQ(memtable_num_entries(m), (uint64_t)kThreads * kPer);
+
+    std::vector<std::string> ref;
+    for (uint64_t id = 0; id < (uint64_t)kThreads * kPer; id++) {
+        std::string u = tdbtest::Key(id * 2654435761u % 1000003u);
+        Got g = Get(m, u, SEQ_MAX);
+        ASSERT_EQ(g.found, 1) << u;
+        ASSERT_EQ(g.seq, id + 1);
+        ASSERT_EQ(g.value, ValueFor(u, id + 1));
+        ref.push_back(IKey(u, id + 1, KT_PUT));
+    }
+    std::sort(ref.begin(), ref.end(), IkeyLess);
+    iter_t *it = memtable_iter(m);
+    size_t i = 0;
+    for (iter_seek_to_first(it); iter_valid(it); iter_next(it), i++) {
+        ASSERT_LT(i, ref.size());
+        ASSERT_EQ(Str(iter_key(it)), ref[i]);
+    }
+    EXPECT_EQ(i, ref.size());
+    i = ref.size();
+    for (iter_seek_to_last(it); iter_valid(it); iter_prev(it)) ASSERT_EQ(Str(iter_key(it)), ref[--i]);
+    EXPECT_EQ(i, 0u);
+    iter_destroy(it);
+    memtable_unref(m);
+}
+
+TEST(Memtable, ReadersStayConsistentWhileWritersInsert) {
+    memtable_t *m = memtable_create();
+    const int kWriters = 2, kPer = 40000;
+    std::atomic<int> done[kWriters];
+    for (auto &d : done) d.store(0);
+    std::atomic<int> writers_left{kWriters};
+    auto key_of = [](int w, int i) { return tdbtest::Key(((uint64_t)i * 7919 + w * 104729) % 10000019); };
+
+    std::vector<std::thread> th;
+    for (int w = 0; w < kWriters; w++) {
+        th.emplace_back([&, w] {
+            for (int i = 0; i < kPer; i++) {
+                std::string u = key_of(w, i);
+                uint64_t seq = (uint64_t)i * kWriters + w + 1;
+                ASSERT_EQ(memtable_add(m, seq, KT_PUT, Sl(u), Sl(ValueFor(u, seq))), TDB_OK);
+                done[w].store(i + 1, std::memory_order_release);
+            }
+            writers_left--;
+        });
+    }
+    std::atomic<long> scans{0}, gets{0};
+    for (int r = 0; r < 2; r++) {
+        th.emplace_back([&, r] {
+            std::mt19937 rng(100 + r);
+            while (writers_left.load() > 0) {
+                // Every published key must be found, complete.
+                for (int k = 0; k < 200; k++) {
+                    int w = rng() % kWriters;
+                    int n = done[w].load(std::memory_order_acquire);
+                    if (n == 0) continue;
+                    int i = rng() % n;
+                    std::string u = key_of(w, i);
+                    uint64_t seq = (uint64_t)i * kWriters + w + 1;
+                    Got g = Get(m, u, SEQ_MAX);
+                    ASSERT_EQ(g.found, 1) << u;
+                    ASSERT_EQ(g.seq, seq);
+                    ASSERT_EQ(g.value, ValueFor(u, seq));
+                    gets++;
+                }
+                // An iterator is strictly ordered and sees at least what was
+                // published before it was created.
+                int before = done[0].load(std::memory_order_acquire) + done[1].load(std::memory_order_acquire);
+                iter_t *it = memtable_iter(m);
+                std::string prev;
+                int count = 0;
+                bool fwd = (scans.load() + r) % 2 == 0;
+                for (fwd ? iter_seek_to_first(it) : iter_seek_to_last(it); iter_valid(it);
+                     fwd ? iter_next(it) : iter_prev(it)) {
+                    std::string k = Str(iter_key(it));
+                    if (count > 0) {
+                        int c = ikey_compare(Sl(prev), Sl(k));
+                        ASSERT_TRUE(fwd ? c < 0 : c > 0) << "iterator out of order";
+                    }
+                    prev = k;
+                    count++;
+                }
+                iter_destroy(it);
+                ASSERT_GE(count, before);
+                scans++;
+            }
+        });
+    }
+    for (auto &x : th) x.join();
+    EXPECT_GT(scans.load(), 0);
+    EXPECT_GT(gets.load(), 0);
+    EXPECT_EQ(memtable_num_entries(m), (uint64_t)kWriters * kPer);
+    memtable_unref(m);
+}
+
+// ---------------------------------------------------------------------------
+// Accounting and lifetime
+// ---------------------------------------------------------------------------
+
+TEST(Memtable, MemoryUsageGrowsWithData) {
+    memtable_t *m = memtable_create();
+    size_t empty = memtable_memory_usage(m);
+    EXPECT_GT(empty, 0u);
+    EXPECT_LE(empty, 8192u) << "an empty memtable should stay small";
+    size_t last = empty, raw = 0;
+    std::string v(100, 'v');
+    for (int i = 0; i < 20000; i++) {
+        std::string u = tdbtest::Key(i);
+        ASSERT_EQ(memtable_add(m, i + 1, KT_PUT, Sl(u), Sl(v)), TDB_OK);
+        raw += u.size() + 8 + v.size();
+        size_t now = memtable_memory_usage(m);
+        ASSERT_GE(now, last);
+        last = now;
+    }
+    EXPECT_GE(last, raw);
+    EXPECT_LT(last, raw * 3 / 2 + 512 * 1024) << "overhead per entry too high";
+    memtable_unref(m);
+}
+
+TEST(Memtable, IteratorKeepsMemtableAlive) {
+    memtable_t *m = memtable_create();
+    for (int i = 0; i < 1000; i++)
+        ASSERT_EQ(memtable_add(m, i + 1, KT_PUT, Sl(tdbtest::Key(i)), Sl(tdbtest::Value(i, 50))), TDB_OK);
+    memtable_ref(m);
+    memtable_unref(m);  // back to one reference
+    iter_t *it = memtable_iter(m);
+    memtable_unref(m);  // the iterator's reference is now the last
+    int n = 0;
+    for (iter_seek_to_first(it); iter_valid(it); iter_next(it), n++) {
+        slice_t k = iter_key(it);
+        ASSERT_EQ(Str(ikey_user(k)), tdbtest::Key(n));
+        ASSERT_EQ(Str(iter_value(it)), tdbtest::Value(n, 50));
+    }
+    EXPECT_EQ(n, 1000);
+    iter_seek(it, Sl(IKey(tdbtest::Key(500), SEQ_MAX, KT_SEEK)));
+    ASSERT_TRUE(iter_valid(it));
+    EXPECT_EQ(Str(ikey_user(iter_key(it))), tdbtest::Key(500));
+    iter_destroy(it);  // frees the memtable (ASan/LSan check)
+}
+
+TEST(Memtable, EmptyIteratorAndShortSeekTarget) {
+    memtable_t *m = memtable_create();
+    iter_t *it = memtable_iter(m);
+    iter_seek_to_first(it);
+    EXPECT_FALSE(iter_valid(it));
+    iter_seek_to_last(it);
+    EXPECT_FALSE(iter_valid(it));
+    iter_seek(it, Sl(IKey("a", 1, KT_SEEK)));
+    EXPECT_FALSE(iter_valid(it));
+    ASSERT_EQ(memtable_add(m, 1, KT_PUT, Sl("abc"), Sl("1")), TDB_OK);
+    ASSERT_EQ(memtable_add(m, 2, KT_PUT, Sl("b"), Sl("2")), TDB_OK);
+    // A target shorter than a trailer is taken as a bare user key.
+    iter_seek(it, Sl("ab"));
+    ASSERT_TRUE(iter_valid(it));
+    EXPECT_EQ(Str(ikey_user(iter_key(it))), "abc");
+    iter_prev(it);
+    EXPECT_FALSE(iter_valid(it));
+    EXPECT_EQ(iter_status(it), TDB_OK);
+    iter_destroy(it);
+    memtable_unref(m);
+}

@@ -1,0 +1,619 @@
+// Tests for sst: builder, reader, iterator, separated values, corruption.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+extern "C" {
+#include "cache/cache.h"
+#include "env/env.h"
+#include "sst/sst.h"
+#include "util/coding.h"
+#include "util/error.h"
+#include "util/ikey.h"
+#include "util/iter.h"
+}
+
+#include "testutil.h"
+
+namespace {
+
+using tdbtest::Key;
+using tdbtest::TempDir;
+using tdbtest::Value;
+
+struct Entry {
+    std::string user;
+    uint64_t seq;
+    unsigned type;
+    std::string value;
+    std::string ikey() const {
+        std::string k = user;
+        char t[8];
+        enc_fixed64(t, ikey_pack(seq, type));
+        k.append(t, 8);
+        return k;
+    }
+};
+
+std::string IKey(const std::string &user, uint64_t seq, unsigned type) {
+    return Entry{user, seq, type, ""}.ikey();
+}
+slice_t S(const std::string &s) { return slice_make(s.data(), s.size()); }
+std::string Str(slice_t s) { return std::string(s.data, s.size); }
+std::string Str(const buf_t &b) { return std::string(b.data, b.size); }
+
+bool Less(const Entry &a, const Entry &b) {
+    std::string ka = a.ikey(), kb = b.ikey();
+    return ikey_compare(S(ka), S(kb)) < 0;
+}
+
+// n entries over n/2 user keys: 1..3 versions each (newest first), mixing
+// puts, deletes and TTL puts, with distinct sequence numbers.
+std::vector<Entry> MakeEntries(size_t n, uint32_t seed, size_t small = 100, size_t big = 0, uint32_t big_every = 0) {
+    std::mt19937_64 rng(seed);
+    std::vector<Entry> out;
+    out.reserve(n);
+    uint64_t u = 0;
+    while (out.size() < n) {
+        std::string user = Key(u * 2);  // odd numbers stay absent
+        int versions = 1 + (int)(rng() % 3);
+        uint64_t seq = 10 + u * 8 + 7;
+        for (int v = 0; v < versions && out.size() < n; v++) {
+            Entry e;
+            e.user = user;
+            e.seq = seq - (uint64_t)v * 2;
+            unsigned r = (unsigned)(rng() % 10);
+            e.type = r == 0 ? KT_DELETE : r == 1 ? KT_PUT_TTL : KT_PUT;
+            if (e.type != KT_DELETE) {
+                size_t vs = (big_every && rng() % big_every == 0) ? big : small;
+                e.value = Value(rng(), vs);
+            }
+            out.push_back(std::move(e));
+        }
+        u++;
+    }
+    return out;
+}
+
+sst_options_t Opts(int compression, uint32_t block_size, double fpr = 0.01, uint32_t threshold = 0) {
+    sst_options_t o;
+    o.compression = compression;
+    o.block_size = block_size;
+    o.bloom_fpr = fpr;
+    o.value_threshold = threshold;
+    return o;
+}
+
+void BuildTable(const std::string &path, const std::vector<Entry> &es, const sst_options_t &o,
+                sst_props_t *props) {
+    sst_builder_t *b = nullptr;
+    ASSERT_EQ(TDB_OK, sst_builder_open(env_posix(), path.c_str(), &o, &b)) << tdb_last_error();
+    for (auto &e : es) {
+        std::string k = e.ikey();
+        ASSERT_EQ(TDB_OK, sst_builder_add(b, S(k), S(e.value))) << tdb_last_error();
+    }
+    EXPECT_EQ(es.size(), sst_builder_num_entries(b));
+    ASSERT_EQ(TDB_OK, sst_builder_finish(b, props)) << tdb_last_error();
+}
+
+// Reference lookup: newest version of user with seq <= snap.
+const Entry *RefGet(const std::vector<Entry> &es, const std::string &user, uint64_t snap) {
+    Entry probe{user, snap > SEQ_MAX ? SEQ_MAX : snap, KT_SEEK, ""};
+    auto it = std::lower_bound(es.begin(), es.end(), probe, Less);
+    if (it == es.end() || it->user != user) return nullptr;
+    return &*it;
+}
+
+void CheckGet(sst_reader_t *r, const std::vector<Entry> &es, const std::string &user, uint64_t snap, buf_t *val) {
+    unsigned type = 99;
+    uint64_t seq = 0;
+    int rc = sst_reader_get(r, S(user), snap, &type, &seq, val);
+    const Entry *want = RefGet(es, user, snap);
+    ASSERT_GE(rc, 0) << tdb_last_error();
+    if (!want) {
+        ASSERT_EQ(0, rc) << user << " @" << snap;
+        return;
+    }
+    ASSERT_EQ(1, rc) << user << " @" << snap;
+    ASSERT_EQ(want->type, type);
+    ASSERT_EQ(want->seq, seq);
+    ASSERT_EQ(want->value, Str(*val));
+}
+
+lru_cache_t *NewCache(size_t cap) { return lru_cache_create(cap, 4, sst_block_cache_deleter, nullptr); }
+
+struct Config {
+    int compression;
+    uint32_t block_size;
+};
+
+std::string ConfigName(const ::testing::TestParamInfo<Config> &info) {
+    static const char *names[] = {"none", "snappy", "lz4", "zstd"};
+    return std::string(names[info.param.compression]) + "_" + std::to_string(info.param.block_size);
+}
+
+class SstTable : public ::testing::TestWithParam<Config> {};
+
+TEST_P(SstTable, FullRoundTrip) {
+    Config c = GetParam();
+    TempDir dir;
+    std::string path = dir.file("000001.sst");
+    auto es = MakeEntries(100000, 42 + c.compression);
+    sst_props_t props;
+    BuildTable(path, es, Opts(c.compression, c.block_size), &props);
+
+    uint64_t deletes = 0, kbytes = 0, vbytes = 0, minseq = UINT64_MAX, maxseq = 0;
+    for (auto &e : es) {
+        deletes += e.type == KT_DELETE;
+        kbytes += e.user.size() + 8;
+        vbytes += e.value.size();
+        minseq = std::min(minseq, e.seq);
+        maxseq = std::max(maxseq, e.seq);
+    }
+    EXPECT_EQ(es.size(), props.num_entries);
+    EXPECT_EQ(deletes, props.num_deletes);
+    EXPECT_EQ(kbytes, props.raw_key_bytes);
+    EXPECT_EQ(vbytes, props.raw_value_bytes);
+    EXPECT_EQ(minseq, props.min_seq);
+    EXPECT_EQ(maxseq, props.max_seq);
+    EXPECT_EQ(es.front().ikey(), Str(props.smallest));
+    EXPECT_EQ(es.back().ikey(), Str(props.largest));
+    EXPECT_EQ(std::filesystem::file_size(path), props.file_size);
+
+    lru_cache_t *cache = NewCache(8 << 20);
+    sst_reader_t *r = nullptr;
+    ASSERT_EQ(TDB_OK, sst_reader_open(env_posix(), path.c_str(), 1, cache, &r)) << tdb_last_error();
+    const sst_props_t *rp = sst_reader_props(r);
+    EXPECT_EQ(props.num_entries, rp->num_entries);
+    EXPECT_EQ(props.data_bytes, rp->data_bytes);
+    EXPECT_EQ(props.file_size, rp->file_size);
+    EXPECT_EQ(c.compression, rp->compression);
+    EXPECT_EQ(Str(props.smallest), Str(rp->smallest));
+    EXPECT_EQ(Str(props.largest), Str(rp->largest));
+    if (c.compression != TDB_COMPRESS_NONE) {
+        EXPECT_LT(props.data_bytes, vbytes);  // values are letters: they compress
+    }
+    sst_props_free(&props);
+    ASSERT_EQ(TDB_OK, sst_reader_verify(r)) << tdb_last_error();
+
+    // Forward and backward iteration.
+    iter_t *it = sst_reader_iter(r);
+    ASSERT_NE(nullptr, it);
+    size_t i = 0;
+    for (iter_seek_to_first(it); iter_valid(it); iter_next(it), i++) {
+        ASSERT_LT(i, es.size());
+        ASSERT_EQ(es[i].ikey(), Str(iter_key(it)));
+        ASSERT_EQ(es[i].value, Str(iter_value(it)));
+    }
+    ASSERT_EQ(TDB_OK, iter_status(it));
+    ASSERT_EQ(es.size(), i);
+    for (iter_seek_to_last(it); iter_valid(it); iter_prev(it)) {
+        ASSERT_GT(i, 0u);
+        i--;
+        ASSERT_EQ(es[i].ikey(), Str(iter_key(it)));
+        ASSERT_EQ(es[i].value, Str(iter_value(it)));
+    }
+    ASSERT_EQ(TDB_OK, iter_status(it));
+    ASSERT_EQ(0u, i);
+
+    // Seeks to random targets (present and absent user keys, random
+    // snapshots) followed by a few steps either way.
+    std::mt19937_64 rng(c.block_size);
+    uint64_t nusers = es.size();
+    for (int q = 0; q < 3000; q++) {
+        Entry probe{Key(rng() % (nusers + 2)), rng() % (es.back().seq + 40), KT_SEEK, ""};
+        if (q % 50 == 0) probe.user = "k";  // before everything
+        if (q % 51 == 0) probe.user = "l";  // after everything
+        std::string target = probe.ikey();
+        long pos = std::lower_bound(es.begin(), es.end(), probe, Less) - es.begin();
+        iter_seek(it, S(target));
+        for (int step = 0; step < 8; step++) {
+            if (pos < 0 || pos >= (long)es.size()) {
+                ASSERT_FALSE(iter_valid(it));
+                break;
+            }
+            ASSERT_TRUE(iter_valid(it));
+            ASSERT_EQ(es[pos].ikey(), Str(iter_key(it)));
+            ASSERT_EQ(es[pos].value, Str(iter_value(it)));
+            if (rng() % 3 == 0) {
+                iter_prev(it);
+                pos--;
+            } else {
+                iter_next(it);
+                pos++;
+            }
+        }
+        ASSERT_EQ(TDB_OK, iter_status(it));
+    }
+    iter_destroy(it);
+
+    // Every key at several snapshots, plus absent keys.
+    buf_t val{};
+    for (size_t j = 0; j < es.size(); j++) {
+        const Entry &e = es[j];
+        if (j > 0 && es[j - 1].user == e.user) continue;
+        CheckGet(r, es, e.user, SEQ_MAX, &val);
+        for (size_t v = j; v < es.size() && es[v].user == e.user; v++) {
+            CheckGet(r, es, e.user, es[v].seq, &val);
+            CheckGet(r, es, e.user, es[v].seq - 1, &val);  // between versions or before all
+        }
+    }
+    for (uint64_t u = 0; u < nusers; u += 7) CheckGet(r, es, Key(u * 2 + 1), SEQ_MAX, &val);
+    CheckGet(r, es, "", SEQ_MAX, &val);
+    CheckGet(r, es, "zzz", SEQ_MAX, &val);
+    buf_free(&val);
+    sst_reader_unref(r);
+    lru_cache_destroy(cache);
+}
+
+INSTANTIATE_TEST_SUITE_P(CodecsAndBlockSizes, SstTable,
+                         ::testing::Values(Config{TDB_COMPRESS_NONE, 4096}, Config{TDB_COMPRESS_SNAPPY, 4096},
+                                           Config{TDB_COMPRESS_LZ4, 4096}, Config{TDB_COMPRESS_ZSTD, 4096},
+                                           Config{TDB_COMPRESS_NONE, 256}, Config{TDB_COMPRESS_LZ4, 256},
+                                           Config{TDB_COMPRESS_ZSTD, 1024}, Config{TDB_COMPRESS_SNAPPY, 65536},
+                                           Config{TDB_COMPRESS_LZ4, 65536}),
+                         ConfigName);
+
+TEST(Sst, SeparatedValues) {
+    for (int codec : {TDB_COMPRESS_NONE, TDB_COMPRESS_LZ4}) {
+        TempDir dir;
+        std::string path = dir.file("000002.sst");
+        auto es = MakeEntries(20000, 7, 100, 4096, 4);
+        sst_props_t props;
+        BuildTable(path, es, Opts(codec, 4096, 0.01, 512), &props);
+        uint64_t nbig = 0, small_bytes = 0, key_bytes = 0;
+        for (auto &e : es) {
+            if (e.value.size() >= 512) nbig++;
+            else small_bytes += e.value.size();
+            key_bytes += e.user.size() + 8;
+        }
+        ASSERT_GT(nbig, 1000u);
+        EXPECT_EQ(nbig, props.num_separated_values);
+        // Data blocks hold keys, small values and ~14-byte references only.
+        EXPECT_LT(props.data_bytes, (small_bytes + key_bytes + es.size() * 20) * 11 / 10);
+        if (codec == TDB_COMPRESS_NONE) {
+            EXPECT_GT(props.file_size, nbig * 4096);
+        }
+        sst_props_free(&props);
+
+        sst_reader_t *r = nullptr;
+        ASSERT_EQ(TDB_OK, sst_reader_open(env_posix(), path.c_str(), 2, nullptr, &r)) << tdb_last_error();
+        ASSERT_EQ(TDB_OK, sst_reader_verify(r)) << tdb_last_error();
+        iter_t *it = sst_reader_iter(r);
+        size_t i = 0;
+        for (iter_seek_to_first(it); iter_valid(it); iter_next(it), i++) {
+            ASSERT_EQ(es[i].ikey(), Str(iter_key(it)));  // flag never leaks
+            if (i % 3 == 0) {
+                ASSERT_EQ(es[i].value, Str(iter_value(it)));  // lazily resolved
+            }
+        }
+        ASSERT_EQ(TDB_OK, iter_status(it));
+        ASSERT_EQ(es.size(), i);
+        for (iter_seek_to_last(it); iter_valid(it); iter_prev(it)) {
+            i--;
+            ASSERT_EQ(es[i].ikey(), Str(iter_key(it)));
+            ASSERT_EQ(es[i].value, Str(iter_value(it)));
+        }
+        ASSERT_EQ(0u, i);
+        iter_destroy(it);
+        buf_t val{};
+        for (auto &e : es) CheckGet(r, es, e.user, e.seq, &val);
+        buf_free(&val);
+        sst_reader_unref(r);
+    }
+}
+
+TEST(Sst, BloomAvoidsBlockReads) {
+    TempDir dir;
+    auto es = MakeEntries(20000, 9);
+    uint64_t lookups[2];
+    for (int with_bloom = 0; with_bloom < 2; with_bloom++) {
+        std::string path = dir.file(std::to_string(with_bloom) + ".sst");
+        sst_props_t props;
+        BuildTable(path, es, Opts(TDB_COMPRESS_LZ4, 4096, with_bloom ? 0.01 : 0), &props);
+        sst_props_free(&props);
+        lru_cache_t *cache = NewCache(64 << 20);
+        sst_reader_t *r = nullptr;
+        ASSERT_EQ(TDB_OK, sst_reader_open(env_posix(), path.c_str(), 3, cache, &r));
+        buf_t val{};
+        unsigned type;
+        uint64_t seq;
+        for (uint64_t u = 0; u < 10000; u++) {  // odd keys: absent but inside the key range
+            ASSERT_EQ(0, sst_reader_get(r, S(Key(u * 2 + 1)), SEQ_MAX, &type, &seq, &val));
+        }
+        lru_stats_t st;
+        lru_cache_stats(cache, &st);
+        lookups[with_bloom] = st.hits + st.misses;
+        if (!with_bloom) {
+            EXPECT_EQ(1, sst_reader_may_contain(r, S(std::string("nope"))));
+        }
+        EXPECT_EQ(1, sst_reader_may_contain(r, S(es[0].user)));
+        buf_free(&val);
+        sst_reader_unref(r);
+        lru_cache_destroy(cache);
+    }
+    EXPECT_EQ(10000u, lookups[0]);
+    EXPECT_LT(lookups[1], 300u);  // ~1% false positives
+}
+
+// Copy, then xor one byte.
+std::string Damaged(const std::string &src, const std::string &dst, size_t off) {
+    std::filesystem::copy_file(src, dst, std::filesystem::copy_options::overwrite_existing);
+    std::fstream f(dst, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg((std::streamoff)off);
+    char c;
+    f.get(c);
+    f.seekp((std::streamoff)off);
+    f.put((char)(c ^ 0x41));
+    return dst;
+}
+
+TEST(Sst, EveryFlippedByteIsDetected) {
+    TempDir dir;
+    std::string path = dir.file("good.sst");
+    auto es = MakeEntries(3000, 13, 100, 2000, 10);
+    sst_props_t props;
+    BuildTable(path, es, Opts(TDB_COMPRESS_LZ4, 1024, 0.01, 512), &props);
+    uint64_t size = props.file_size;
+    sst_props_free(&props);
+    int at_open = 0, at_read = 0;
+    buf_t val{};
+    std::vector<size_t> offsets;
+    for (size_t off = 0; off < size; off += 997) offsets.push_back(off);
+    for (size_t off = size - 64; off < size; off += 7) offsets.push_back(off);  // footer fields
+    for (size_t off : offsets) {
+        SCOPED_TRACE("offset " + std::to_string(off));
+        std::string bad = Damaged(path, dir.file("bad.sst"), off);
+        lru_cache_t *cache = NewCache(1 << 20);
+        sst_reader_t *r = nullptr;
+        int rc = sst_reader_open(env_posix(), bad.c_str(), 9, cache, &r);
+        if (rc != TDB_OK) {
+            EXPECT_EQ(TDB_ERR_CORRUPTION, rc);
+            EXPECT_NE(std::string::npos, std::string(tdb_last_error()).find("bad.sst")) << tdb_last_error();
+            at_open++;
+            lru_cache_destroy(cache);
+            continue;
+        }
+        // Gets: correct answer or corruption, nothing else.
+        bool seen = false;
+        for (auto &e : es) {
+            unsigned type;
+            uint64_t seq;
+            int g = sst_reader_get(r, S(e.user), e.seq, &type, &seq, &val);
+            if (g < 0) {
+                EXPECT_EQ(TDB_ERR_CORRUPTION, g);
+                seen = true;
+            } else {
+                ASSERT_EQ(1, g);
+                ASSERT_EQ(e.type, type);
+                ASSERT_EQ(e.value, Str(val));
+            }
+        }
+        // A full scan with values must hit it.
+        iter_t *it = sst_reader_iter(r);
+        size_t n = 0;
+        for (iter_seek_to_first(it); iter_valid(it); iter_next(it)) {
+            iter_value(it);
+            n++;
+        }
+        EXPECT_EQ(TDB_ERR_CORRUPTION, iter_status(it)) << "scanned " << n;
+        EXPECT_NE(std::string::npos, std::string(tdb_last_error()).find("bad.sst"));
+        iter_destroy(it);
+        EXPECT_EQ(TDB_ERR_CORRUPTION, sst_reader_verify(r));
+        at_read += seen;
+        sst_reader_unref(r);
+        lru_cache_destroy(cache);
+    }
+    buf_free(&val);
+    EXPECT_GT(at_open, 0);
+    EXPECT_GT(at_read, 0);
+}
+
+TEST(Sst, TruncatedFileIsCorruption) {
+    TempDir dir;
+    std::string path = dir.file("t.sst");
+    auto es = MakeEntries(2000, 17);
+    sst_props_t props;
+    BuildTable(path, es, Opts(TDB_COMPRESS_ZSTD, 4096), &props);
+    uint64_t size = props.file_size;
+    sst_props_free(&props);
+    for (uint64_t len : {(uint64_t)0, (uint64_t)10, (uint64_t)63, (uint64_t)64, size / 2, size - 64, size - 65,
+                         size - 1}) {
+        std::string t = dir.file("trunc.sst");
+        std::filesystem::copy_file(path, t, std::filesystem::copy_options::overwrite_existing);
+        std::filesystem::resize_file(t, len);
+        sst_reader_t *r = nullptr;
+        EXPECT_EQ(TDB_ERR_CORRUPTION, sst_reader_open(env_posix(), t.c_str(), 1, nullptr, &r)) << len;
+        EXPECT_EQ(nullptr, r);
+    }
+    sst_reader_t *r = nullptr;
+    EXPECT_EQ(TDB_ERR_NOT_FOUND, sst_reader_open(env_posix(), dir.file("missing.sst").c_str(), 1, nullptr, &r));
+}
+
+TEST(Sst, MisuseIsInvalidArg) {
+    TempDir dir;
+    sst_options_t o = Opts(TDB_COMPRESS_NONE, 4096);
+    sst_builder_t *b = nullptr;
+    // Wrong key order, duplicate key, bad type, short key.
+    struct Case {
+        std::string first, second;
+    } cases[] = {
+        {IKey("b", 5, KT_PUT), IKey("a", 5, KT_PUT)},
+        {IKey("a", 5, KT_PUT), IKey("a", 6, KT_PUT)},  // newer after older
+        {IKey("a", 5, KT_PUT), IKey("a", 5, KT_PUT)},
+        {IKey("a", 5, KT_PUT), IKey("b", 5, KT_SEEK)},
+        {IKey("a", 5, KT_PUT), IKey("b", 5, KT_PUT | 0x80)},
+        {IKey("a", 5, KT_PUT), std::string("short")},
+    };
+    for (auto &c : cases) {
+        ASSERT_EQ(TDB_OK, sst_builder_open(env_posix(), dir.file("x.sst").c_str(), &o, &b));
+        ASSERT_EQ(TDB_OK, sst_builder_add(b, S(c.first), S(std::string("v"))));
+        EXPECT_EQ(TDB_ERR_INVALID_ARG, sst_builder_add(b, S(c.second), S(std::string("v"))));
+        // The error is sticky.
+        EXPECT_EQ(TDB_ERR_INVALID_ARG, sst_builder_add(b, S(IKey("zz", 1, KT_PUT)), S(std::string("v"))));
+        sst_builder_abandon(b);
+    }
+    o.compression = 77;
+    EXPECT_EQ(TDB_ERR_INVALID_ARG, sst_builder_open(env_posix(), dir.file("y.sst").c_str(), &o, &b));
+}
+
+TEST(Sst, EmptyTable) {
+    TempDir dir;
+    std::string path = dir.file("e.sst");
+    sst_props_t props;
+    BuildTable(path, {}, Opts(TDB_COMPRESS_LZ4, 4096), &props);
+    EXPECT_EQ(0u, props.num_entries);
+    sst_props_free(&props);
+    sst_reader_t *r = nullptr;
+    ASSERT_EQ(TDB_OK, sst_reader_open(env_posix(), path.c_str(), 1, nullptr, &r)) << tdb_last_error();
+    buf_t val{};
+    unsigned type;
+    uint64_t seq;
+    EXPECT_EQ(0, sst_reader_get(r, S(std::string("a")), SEQ_MAX, &type, &seq, &val));
+    iter_t *it = sst_reader_iter(r);
+    iter_seek_to_first(it);
+    EXPECT_FALSE(iter_valid(it));
+    iter_seek_to_last(it);
+    EXPECT_FALSE(iter_valid(it));
+    iter_seek(it, S(IKey("a", 1, KT_SEEK)));
+    EXPECT_FALSE(iter_valid(it));
+    EXPECT_EQ(TDB_OK, iter_status(it));
+    iter_destroy(it);
+    EXPECT_EQ(TDB_OK, sst_reader_verify(r));
+    sst_reader_unref(r);
+}
+
+TEST(Sst, LargeKeysAndValuesWithoutSeparation) {
+    TempDir dir;
+    std::string path = dir.file("l.sst");
+    std::vector<Entry> es;
+    for (int i = 0; i < 200; i++) {
+        std::string user = std::string(1000 + i * 10, 'u') + Key(i);
+        es.push_back(Entry{user, 100, KT_PUT, Value(i, (size_t)(i % 20) * 3000)});
+    }
+    sst_props_t props;
+    BuildTable(path, es, Opts(TDB_COMPRESS_ZSTD, 4096), &props);
+    sst_props_free(&props);
+    sst_reader_t *r = nullptr;
+    ASSERT_EQ(TDB_OK, sst_reader_open(env_posix(), path.c_str(), 1, nullptr, &r));
+    buf_t val{};
+    for (auto &e : es) {
+        CheckGet(r, es, e.user, SEQ_MAX, &val);
+        CheckGet(r, es, e.user, 99, &val);
+        CheckGet(r, es, e.user + "a", SEQ_MAX, &val);
+    }
+    buf_free(&val);
+    EXPECT_EQ(TDB_OK, sst_reader_verify(r));
+    sst_reader_unref(r);
+}
+
+TEST(Sst, ConcurrentGets) {
+    TempDir dir;
+    std::string path = dir.file("c.sst");
+    auto es = MakeEntries(50000, 21, 100, 3000, 8);
+    sst_props_t props;
+    BuildTable(path, es, Opts(TDB_COMPRESS_LZ4, 4096, 0.01, 1024), &props);
+    sst_props_free(&props);
+    lru_cache_t *cache = NewCache(256 << 10);  // small: constant eviction
+    sst_reader_t *r = nullptr;
+    ASSERT_EQ(TDB_OK, sst_reader_open(env_posix(), path.c_str(), 5, cache, &r));
+    std::vector<int> failures(4, 0);
+    auto worker = [&](int id) {
+        std::mt19937_64 rng(id);
+        buf_t val{};
+        iter_t *it = sst_reader_iter(r);
+        for (int q = 0; q < 40000; q++) {
+            const Entry &e = es[rng() % es.size()];
+            unsigned type;
+            uint64_t seq;
+            int rc = sst_reader_get(r, S(e.user), e.seq, &type, &seq, &val);
+            if (rc != 1 || type != e.type || seq != e.seq || Str(val) != e.value) failures[id]++;
+            if (q % 16 == 0) {
+                std::string k = e.ikey();
+                iter_seek(it, S(k));
+                if (!iter_valid(it) || Str(iter_key(it)) != k || Str(iter_value(it)) != e.value) failures[id]++;
+            }
+        }
+        iter_destroy(it);
+        buf_free(&val);
+    };
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; t++) ts.emplace_back(worker, t);
+    for (auto &t : ts) t.join();
+    for (int f : failures) EXPECT_EQ(0, f);
+    sst_reader_unref(r);
+    lru_cache_destroy(cache);
+}
+
+TEST(Sst, IteratorKeepsReaderAlive) {
+    TempDir dir;
+    std::string path = dir.file("a.sst");
+    auto es = MakeEntries(1000, 23);
+    sst_props_t props;
+    BuildTable(path, es, Opts(TDB_COMPRESS_NONE, 4096), &props);
+    sst_props_free(&props);
+    sst_reader_t *r = nullptr;
+    ASSERT_EQ(TDB_OK, sst_reader_open(env_posix(), path.c_str(), 1, nullptr, &r));
+    iter_t *it = sst_reader_iter(r);
+    sst_reader_unref(r);  // the iterator's reference keeps it open
+    size_t n = 0;
+    for (iter_seek_to_first(it); iter_valid(it); iter_next(it)) n++;
+    EXPECT_EQ(es.size(), n);
+    iter_destroy(it);
+}
+
+// Build and cached random-get rates for 1M entries of 16-byte keys and
+// 100-byte values. Run with --gtest_also_run_disabled_tests.
+TEST(Sst, DISABLED_Perf) {
+    TempDir dir;
+    std::string path = dir.file("p.sst");
+    const size_t n = 1000000;
+    std::vector<std::string> keys(n), vals(n);
+    for (size_t i = 0; i < n; i++) {
+        keys[i] = IKey(Key(i), i + 1, KT_PUT);
+        vals[i] = Value(i, 100);
+    }
+    sst_options_t o = Opts(TDB_COMPRESS_LZ4, 4096, 0.01, 512);
+    auto t0 = std::chrono::steady_clock::now();
+    sst_builder_t *b = nullptr;
+    ASSERT_EQ(TDB_OK, sst_builder_open(env_posix(), path.c_str(), &o, &b));
+    for (size_t i = 0; i < n; i++) ASSERT_EQ(TDB_OK, sst_builder_add(b, S(keys[i]), S(vals[i])));
+    sst_props_t props;
+    ASSERT_EQ(TDB_OK, sst_builder_finish(b, &props));
+    double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    lru_cache_t *cache = NewCache(1ull << 30);
+    sst_reader_t *r = nullptr;
+    ASSERT_EQ(TDB_OK, sst_reader_open(env_posix(), path.c_str(), 1, cache, &r));
+    buf_t val{};
+    unsigned type;
+    uint64_t seq;
+    for (size_t i = 0; i < n; i++) ASSERT_EQ(1, sst_reader_get(r, S(Key(i)), SEQ_MAX, &type, &seq, &val));
+    std::mt19937_64 rng(1);
+    std::vector<uint32_t> order(n);
+    for (auto &x : order) x = (uint32_t)(rng() % n);
+    t0 = std::chrono::steady_clock::now();
+    std::string k;
+    for (size_t i = 0; i < n; i++) {
+        k = Key(order[i]);
+        if (sst_reader_get(r, S(k), SEQ_MAX, &type, &seq, &val) != 1) FAIL();
+    }
+    double get_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    printf("build: %.0f entries/s (%.1f MB/s of input), file %.1f MiB (data %.1f MiB)\n", n / build_s,
+           n * 124.0 / build_s / 1e6, props.file_size / 1048576.0, props.data_bytes / 1048576.0);
+    printf("cached random get: %.0f gets/s (%.0f ns/get)\n", n / get_s, get_s * 1e9 / n);
+    sst_props_free(&props);
+    buf_free(&val);
+    sst_reader_unref(r);
+    lru_cache_destroy(cache);
+}
+
+}  // namespace

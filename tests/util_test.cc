@@ -1,0 +1,96 @@
+// Unit tests for util: coding, internal keys, checksums, errors.
+#include <gtest/gtest.h>
+
+#include <string>
+
+extern "C" {
+#include "util/checksum.h"
+#include "util/coding.h"
+#include "util/error.h"
+#include "util/ikey.h"
+}
+
+TEST(Coding, VarintRoundTrip) {
+    const uint64_t vals[] = {0, 1, 127, 128, 300, 16383, 16384, (1ull << 32) - 1, 1ull << 35, UINT64_MAX};
+    buf_t b = {};
+    for (uint64_t v : vals) ASSERT_EQ(put_varint64(&b, v), TDB_OK);
+    const char *p = b.data, *lim = b.data + b.size;
+    for (uint64_t v : vals) {
+        uint64_t got = 0;
+        p = dec_varint64(p, lim, &got);
+        ASSERT_NE(p, nullptr);
+        EXPECT_EQ(got, v);
+    }
+    EXPECT_EQ(p, lim);
+    buf_free(&b);
+}
+
+TEST(Coding, TruncatedVarintIsRejected) {
+    char t[VARINT64_MAX];
+    char *e = enc_varint64(t, 1ull << 40);
+    uint64_t v;
+    for (char *lim = t; lim < e; lim++) EXPECT_EQ(dec_varint64(t, lim, &v), nullptr);
+    uint32_t v32;
+    char over[5] = {(char)0xff, (char)0xff, (char)0xff, (char)0xff, 0x7f};
+    EXPECT_EQ(dec_varint32(over, over + 5, &v32), nullptr);
+}
+
+TEST(Coding, LengthPrefixedBoundsChecked) {
+    buf_t b = {};
+    ASSERT_EQ(put_lenprefixed(&b, slice_make("hello", 5)), TDB_OK);
+    slice_t s;
+    EXPECT_NE(dec_lenprefixed(b.data, b.data + b.size, &s), nullptr);
+    EXPECT_EQ(std::string(s.data, s.size), "hello");
+    EXPECT_EQ(dec_lenprefixed(b.data, b.data + b.size - 1, &s), nullptr);
+    buf_free(&b);
+}
+
+TEST(Ikey, OrderUserAscSeqDesc) {
+    buf_t a = {}, b = {}, c = {};
+    ikey_append(&a, slice_make("abc", 3), 10, KT_PUT);
+    ikey_append(&b, slice_make("abc", 3), 5, KT_PUT);
+    ikey_append(&c, slice_make("abd", 3), 100, KT_DELETE);
+    EXPECT_LT(ikey_compare(buf_slice(&a), buf_slice(&b)), 0);
+    EXPECT_LT(ikey_compare(buf_slice(&b), buf_slice(&c)), 0);
+    EXPECT_EQ(ikey_seq(buf_slice(&a)), 10u);
+    EXPECT_EQ(ikey_type(buf_slice(&c)), (unsigned)KT_DELETE);
+    EXPECT_EQ(std::string(ikey_user(buf_slice(&c)).data, 3), "abd");
+    buf_free(&a); buf_free(&b); buf_free(&c);
+}
+
+TEST(Ikey, SeekKeySortsBeforeSameSeqEntries) {
+    buf_t seek = {}, put = {};
+    ikey_append(&seek, slice_make("k", 1), 7, KT_SEEK);
+    ikey_append(&put, slice_make("k", 1), 7, KT_PUT_TTL);
+    EXPECT_LT(ikey_compare(buf_slice(&seek), buf_slice(&put)), 0);
+    buf_free(&seek); buf_free(&put);
+}
+
+TEST(Ikey, SeparatorBetween) {
+    buf_t out = {};
+    slice_t a = slice_make("abcd", 4), b = slice_make("abzz", 4);
+    ASSERT_EQ(ikey_user_separator(&out, a, &b), TDB_OK);
+    EXPECT_GE(slice_compare(buf_slice(&out), a), 0);
+    EXPECT_LT(slice_compare(buf_slice(&out), b), 0);
+    EXPECT_EQ(std::string(out.data, out.size), "abd");
+    slice_t c = slice_make("\xff\xff", 2);
+    ASSERT_EQ(ikey_user_separator(&out, c, nullptr), TDB_OK);
+    EXPECT_GE(slice_compare(buf_slice(&out), c), 0);
+    buf_free(&out);
+}
+
+TEST(Checksum, DetectsFlip) {
+    std::string s(1000, 'x');
+    uint32_t c = tdb_checksum(s.data(), s.size());
+    s[500] ^= 1;
+    EXPECT_NE(c, tdb_checksum(s.data(), s.size()));
+    s[500] ^= 1;
+    EXPECT_EQ(c, tdb_checksum2(s.data(), 300, s.data() + 300, 700));
+}
+
+TEST(Error, DetailAndNames) {
+    EXPECT_EQ(tdb_err(TDB_ERR_CORRUPTION, "file %d bad", 7), TDB_ERR_CORRUPTION);
+    EXPECT_STREQ(tdb_last_error(), "file 7 bad");
+    EXPECT_STREQ(tdb_strerror(TDB_ERR_LOCKED), "locked");
+    EXPECT_EQ(tdb_errno_code(ENOSPC), TDB_ERR_NO_SPACE);
+}

@@ -1,0 +1,31 @@
+/*
+ * sysstat.h: what the bench measures about its own process and files.
+ *
+ * Every figure here is taken the same way for every engine: each engine
+ * runs in its own forked child process, so /proc/self/io and the peak
+ * resident set (VmHWM) belong to that engine alone.
+ */
+#ifndef TDB_BENCH_SYSSTAT_H
+#define TDB_BENCH_SYSSTAT_H
+
+#include <stdint.h>
+
+/* Monotonic clock in nanoseconds. */
+uint64_t sys_now_ns(void);
+/* write_bytes of /proc/self/io: bytes this process (all threads) caused to
+ * be written to storage, counted when pages are dirtied; -1 if
+ * unavailable. */
+int64_t sys_io_write_bytes(void);
+/* Peak resident set of this process in bytes (VmHWM); -1 if unavailable. */
+int64_t sys_peak_rss_bytes(void);
+/* Sum of the apparent sizes of the regular files under dir. */
+uint64_t sys_dir_bytes(const char *dir);
+/* Remove dir and everything under it; 0 if it is gone afterwards. */
+int sys_rm_rf(const char *dir);
+/* Create dir and its parents. */
+int sys_mkdir_p(const char *dir);
+/* Drop the OS page cache of every file under dir (posix_fadvise
+ * DONTNEED after fdatasync); best effort. */
+void sys_drop_file_cache(const char *dir);
+
+#endif /* TDB_BENCH_SYSSTAT_H */
