@@ -1,0 +1,861 @@
+// Unit tests for version/compaction: the dropping rule of
+// table_write_from_iter (snapshot stripes, tombstones, TTL, bottommost),
+// output splitting that never splits a user key, error cleanup, picking
+// (file count, size ratio with rotation, tombstone density, bottommost,
+// busy inputs, manual), and compaction_run end to end on real tables.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "testutil.h"
+
+extern "C" {
+#include "cache/cache.h"
+#include "env/env.h"
+#include "sst/sst.h"
+#include "util/coding.h"
+#include "util/error.h"
+#include "util/ikey.h"
+#include "version/compaction.h"
+#include "version/table_cache.h"
+#include "version/version.h"
+}
+
+namespace {
+
+std::string IK(const std::string &uk, uint64_t seq, unsigned type = KT_PUT) {
+    std::string s = uk;
+    char t[8];
+    enc_fixed64(t, ikey_pack(seq, type));
+    s.append(t, 8);
+    return s;
+}
+
+slice_t S(const std::string &s) { return slice_make(s.data(), s.size()); }
+
+std::string TTLValue(uint64_t expiry, const std::string &v) {
+    char t[8];
+    enc_fixed64(t, expiry);
+    return std::string(t, 8) + v;
+}
+
+struct Entry {
+    std::string ik, value;
+    bool operator==(const Entry &o) const { return ik == o.ik && value == o.value; }
+};
+
+std::string Show(const Entry &e) {
+    slice_t k = S(e.ik);
+    std::string u(ikey_user(k).data, ikey_user(k).size);
+    return u + "@" + std::to_string(ikey_seq(k)) + "/" + std::to_string(ikey_type(k));
+}
+
+std::string Show(const std::vector<Entry> &es) {
+    std::string r;
+    for (auto &e : es) r += Show(e) + " ";
+    return r;
+}
+
+void SortEntries(std::vector<Entry> *es) {
+    std::sort(es->begin(), es->end(), [](const Entry &a, const Entry &b) { return ikey_compare(S(a.ik), S(b.ik)) < 0; });
+}
+
+// An iterator over a sorted vector; optionally fails (CORRUPTION) when it
+// reaches index fail_at.
+struct VecIter {
+    iter_t base;
+    std::vector<Entry> es;
+    int pos = -1;
+    int fail_at = -1;
+    int status = TDB_OK;
+
+    static VecIter *Of(const iter_t *it) { return (VecIter *)it; }
+    void Check() {
+        if (fail_at >= 0 && pos >= fail_at) {
+            status = TDB_ERR_CORRUPTION;
+            pos = -1;
+        }
+    }
+    static int Valid(const iter_t *it) {
+        auto *v = Of(it);
+        return v->status == TDB_OK && v->pos >= 0 && v->pos < (int)v->es.size();
+    }
+    static void First(iter_t *it) { Of(it)->pos = 0; Of(it)->Check(); }
+    static void Last(iter_t *it) { Of(it)->pos = (int)Of(it)->es.size() - 1; Of(it)->Check(); }
+    static void Seek(iter_t *it, slice_t t) {
+        auto *v = Of(it);
+        v->pos = 0;
+        while (v->pos < (int)v->es.size() && ikey_compare(S(v->es[v->pos].ik), t) < 0) v->pos++;
+        v->Check();
+    }
+    static void Next(iter_t *it) { Of(it)->pos++; Of(it)->Check(); }
+    static void Prev(iter_t *it) { Of(it)->pos--; }
+    static slice_t Key(const iter_t *it) { return S(Of(it)->es[Of(it)->pos].ik); }
+    static slice_t Value(const iter_t *it) { return S(Of(it)->es[Of(it)->pos].value); }
+    static int Status(const iter_t *it) { return Of(it)->status; }
+    static void Destroy(iter_t *it) { delete Of(it); }
+};
+
+const iter_ops_t kVecOps = {VecIter::Valid, VecIter::First, VecIter::Last, VecIter::Seek,   VecIter::Next,
+                            VecIter::Prev,  VecIter::Key,   VecIter::Value, VecIter::Status, VecIter::Destroy};
+
+iter_t *NewVecIter(std::vector<Entry> es, int fail_at = -1) {
+    VecIter *v = new VecIter();
+    v->base.ops = &kVecOps;
+    SortEntries(&es);
+    v->es = std::move(es);
+    v->fail_at = fail_at;
+    return &v->base;
+}
+
+uint64_t NextNumber(void *ctx) { return ++*(uint64_t *)ctx; }
+
+struct Obsolete {
+    std::map<uint64_t, int> count;
+};
+void OnObsolete(void *ctx, uint64_t number) { ((Obsolete *)ctx)->count[number]++; }
+
+class TableWrite : public ::testing::Test {
+  protected:
+    tdbtest::TempDir dir;
+    env_t *env = env_posix();
+    uint64_t next_number = 100;
+    std::vector<uint64_t> snaps;
+    table_write_ctx_t ctx;
+    version_edit_t edit;
+
+    void SetUp() override {
+        memset(&ctx, 0, sizeof ctx);
+        memset(&edit, 0, sizeof edit);
+        ctx.env = env;
+        ctx.dbdir = dir.path().c_str();
+        ctx.sst = {TDB_COMPRESS_NONE, 256, 0.01, 0};
+        ctx.new_file_number = NextNumber;
+        ctx.ctx = &next_number;
+        ctx.now_unix = 1000;
+    }
+    void TearDown() override { version_edit_free(&edit); }
+
+    int Write(std::vector<Entry> es, int bottommost, int fail_at = -1, int level = 2) {
+        ctx.snapshots = snaps.data();
+        ctx.nsnapshots = (int)snaps.size();
+        ctx.bottommost = bottommost;
+        iter_t *it = NewVecIter(std::move(es), fail_at);
+        int rc = table_write_from_iter(it, &ctx, level, &edit);
+        iter_destroy(it);
+        return rc;
+    }
+
+    std::vector<Entry> ReadTable(uint64_t number) {
+        char path[4096];
+        sst_file_name(path, sizeof path, dir.path().c_str(), number);
+        sst_reader_t *r = nullptr;
+        EXPECT_EQ(TDB_OK, sst_reader_open(env, path, number, nullptr, &r)) << tdb_last_error();
+        std::vector<Entry> out;
+        if (!r) return out;
+        iter_t *it = sst_reader_iter(r);
+        for (iter_seek_to_first(it); iter_valid(it); iter_next(it))
+            out.push_back({std::string(iter_key(it).data, iter_key(it).size),
+                           std::string(iter_value(it).data, iter_value(it).size)});
+        EXPECT_EQ(TDB_OK, iter_status(it));
+        iter_destroy(it);
+        sst_reader_unref(r);
+        return out;
+    }
+
+    // Everything written, in output order.
+    std::vector<Entry> ReadAll() {
+        std::vector<Entry> out;
+        for (int i = 0; i < edit.n_add; i++) {
+            auto part = ReadTable(edit.add[i].f->number);
+            out.insert(out.end(), part.begin(), part.end());
+        }
+        return out;
+    }
+
+    int CountSst() {
+        char **names = nullptr;
+        size_t n = 0;
+        EXPECT_EQ(TDB_OK, env->list_dir(env, dir.path().c_str(), &names, &n));
+        int c = 0;
+        for (size_t i = 0; i < n; i++) c += strstr(names[i], ".sst") != nullptr;
+        env_free_list(names, n);
+        return c;
+    }
+};
+
+// The shared input of the dropping-rule tests.
+std::vector<Entry> RuleInput() {
+    return {
+        {IK("a", 9), "a9"},          {IK("a", 7), "a7"},       {IK("a", 5, KT_DELETE), ""}, {IK("a", 3), "a3"},
+        {IK("b", 8, KT_DELETE), ""}, {IK("b", 2), "b2"},       {IK("c", 6), "c6"},
+        {IK("d", 4, KT_SINGLE_DELETE), ""},                    {IK("d", 1), "d1"},
+        {IK("e", 10, KT_PUT_TTL), TTLValue(999, "e10")},       {IK("e", 1), "e1"},
+        {IK("f", 11, KT_PUT_TTL), TTLValue(1001, "f11")},      {IK("g", 12, KT_PUT_TTL), "short"},
+    };
+}
+
+std::vector<Entry> Pick(const std::vector<Entry> &in, const std::vector<std::string> &keep) {
+    std::vector<Entry> out;
+    for (auto &e : in)
+        if (std::find(keep.begin(), keep.end(), Show(e)) != keep.end()) out.push_back(e);
+    SortEntries(&out);
+    EXPECT_EQ(keep.size(), out.size());
+    return out;
+}
+
+TEST_F(TableWrite, NoSnapshotsNotBottommostKeepsNewestAndTombstones) {
+    auto in = RuleInput();
+    ASSERT_EQ(TDB_OK, Write(in, 0)) << tdb_last_error();
+    ASSERT_EQ(1, edit.n_add);
+    EXPECT_EQ(2, edit.add[0].level);
+    auto got = ReadAll();
+    auto want = Pick(in, {"a@9/1", "b@8/0", "c@6/1", "d@4/2", "e@10/4", "f@11/4", "g@12/4"});
+    EXPECT_EQ(want, got) << Show(got);
+    const file_meta_t *f = edit.add[0].f;
+    EXPECT_EQ(7u, f->num_entries);
+    EXPECT_EQ(12u, f->max_seq);
+    EXPECT_EQ(4u, f->min_seq);
+    EXPECT_EQ(f->file_size, ctx.bytes_written);
+    EXPECT_GT(ctx.bytes_read, 0u);
+}
+
+TEST_F(TableWrite, NoSnapshotsBottommostDropsTombstonesAndExpired) {
+    auto in = RuleInput();
+    ASSERT_EQ(TDB_OK, Write(in, 1)) << tdb_last_error();
+    auto got = ReadAll();
+    // b, d deleted; e expired (and its older version shadowed); g's value is
+    // too short to carry an expiry, so it is kept.
+    auto want = Pick(in, {"a@9/1", "c@6/1", "f@11/4", "g@12/4"});
+    EXPECT_EQ(want, got) << Show(got);
+}
+
+TEST_F(TableWrite, SnapshotStripes) {
+    snaps = {4, 7};  // stripes: <=4, 5..7, >7
+    auto in = RuleInput();
+    ASSERT_EQ(TDB_OK, Write(in, 0)) << tdb_last_error();
+    auto got = ReadAll();
+    auto want = Pick(in, {"a@9/1", "a@7/1", "a@3/1", "b@8/0", "b@2/1", "c@6/1", "d@4/2", "e@10/4", "e@1/1",
+                          "f@11/4", "g@12/4"});
+    EXPECT_EQ(want, got) << Show(got);
+}
+
+TEST_F(TableWrite, SnapshotStripesBottommost) {
+    snaps = {4, 7};
+    auto in = RuleInput();
+    ASSERT_EQ(TDB_OK, Write(in, 1)) << tdb_last_error();
+    auto got = ReadAll();
+    // Only the lowest stripe loses tombstones (d@4); the tombstone b@8 and
+    // the expired e@10 above snapshot 7 stay: snapshot 7 still sees b@2/e@1.
+    auto want = Pick(in, {"a@9/1", "a@7/1", "a@3/1", "b@8/0", "b@2/1", "c@6/1", "e@10/4", "e@1/1", "f@11/4",
+                          "g@12/4"});
+    EXPECT_EQ(want, got) << Show(got);
+}
+
+TEST_F(TableWrite, SnapshotEqualToSequenceAndManySnapshots) {
+    snaps = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};  // every version visible to some snapshot
+    auto in = RuleInput();
+    ASSERT_EQ(TDB_OK, Write(in, 0));
+    EXPECT_EQ(in.size(), ReadAll().size());
+    version_edit_free(&edit);
+    // Bottommost: only the lowest stripe (seq <= 1) may lose entries; d@1 and
+    // e@1 are puts, so everything stays.
+    ASSERT_EQ(TDB_OK, Write(in, 1));
+    EXPECT_EQ(in.size(), ReadAll().size());
+}
+
+TEST_F(TableWrite, TTLExpiryBoundary) {
+    std::vector<Entry> in = {
+        {IK("x1", 5, KT_PUT_TTL), TTLValue(999, "past")},
+        {IK("x2", 5, KT_PUT_TTL), TTLValue(1000, "now")},  // expiry <= now: expired
+        {IK("x3", 5, KT_PUT_TTL), TTLValue(1001, "future")},
+        {IK("x4", 5, KT_PUT_TTL), TTLValue(0, "")},
+    };
+    ASSERT_EQ(TDB_OK, Write(in, 1));
+    auto got = ReadAll();
+    EXPECT_EQ(Pick(in, {"x3@5/4"}), got) << Show(got);
+    version_edit_free(&edit);
+    ASSERT_EQ(TDB_OK, Write(in, 0));  // not bottommost: kept (might shadow older data)
+    EXPECT_EQ(in.size(), ReadAll().size());
+}
+
+TEST_F(TableWrite, NothingKeptWritesNoFile) {
+    std::vector<Entry> in = {{IK("a", 3, KT_DELETE), ""}, {IK("a", 2), "x"}, {IK("b", 4, KT_SINGLE_DELETE), ""}};
+    ASSERT_EQ(TDB_OK, Write(in, 1));
+    EXPECT_EQ(0, edit.n_add);
+    EXPECT_EQ(0, CountSst());
+    EXPECT_EQ(0u, ctx.bytes_written);
+    ASSERT_EQ(TDB_OK, Write({}, 0));
+    EXPECT_EQ(0, edit.n_add);
+}
+
+TEST_F(TableWrite, SplitsBySizeNeverSplittingAUserKey) {
+    snaps = {10, 20, 30};
+    std::vector<Entry> in;
+    for (int i = 0; i < 200; i++) {
+        std::string k = tdbtest::Key((uint64_t)i, 8);
+        for (uint64_t s : {35u, 25u, 15u, 5u}) in.push_back({IK(k, s), tdbtest::Value((uint64_t)i * 100 + s, 40)});
+    }
+    // One user key with many versions, larger than a whole target file.
+    for (uint64_t s = 1; s <= 200; s++) in.push_back({IK("k0000100x", s), tdbtest::Value(s, 40)});
+    snaps.clear();
+    for (uint64_t s = 1; s <= 200; s++) snaps.push_back(s);  // keep every version
+    ctx.target_file_size = 2048;
+    ASSERT_EQ(TDB_OK, Write(in, 0)) << tdb_last_error();
+    ASSERT_GT(edit.n_add, 5);
+    auto want = in;
+    SortEntries(&want);
+    EXPECT_EQ(want, ReadAll());
+    uint64_t total = 0;
+    for (int i = 0; i < edit.n_add; i++) {
+        const file_meta_t *f = edit.add[i].f;
+        total += f->file_size;
+        if (i + 1 < edit.n_add) {
+            EXPECT_GE(f->file_size, ctx.target_file_size) << "file " << i;
+            const file_meta_t *g = edit.add[i + 1].f;
+            EXPECT_LT(slice_compare(ikey_user(buf_slice(&f->largest)), ikey_user(buf_slice(&g->smallest))), 0)
+                << "files " << i << " and " << i + 1 << " share a user key";
+        }
+    }
+    EXPECT_EQ(total, ctx.bytes_written);
+    // The outputs form a valid level >= 2.
+    version_t *base = version_create(nullptr, nullptr), *v = nullptr;
+    ASSERT_EQ(TDB_OK, version_apply(base, &edit, &v)) << tdb_last_error();
+    version_unref(v);
+    version_unref(base);
+}
+
+TEST_F(TableWrite, InputErrorDeletesPartialOutputs) {
+    std::vector<Entry> in;
+    for (int i = 0; i < 300; i++) in.push_back({IK(tdbtest::Key((uint64_t)i), 5), tdbtest::Value((uint64_t)i, 50)});
+    ctx.target_file_size = 1024;
+    // An earlier, unrelated addition to the edit survives the failure.
+    file_meta_t *keep = nullptr;
+    {
+        std::string a = IK("zz", 1), b = IK("zz", 1);
+        keep = file_meta_create(7, 1, S(a), S(b), 1, 1, 1, 0);
+        ASSERT_EQ(TDB_OK, version_edit_add(&edit, 3, keep));
+        file_meta_unref(keep);
+    }
+    EXPECT_EQ(TDB_ERR_CORRUPTION, Write(in, 0, 250));
+    EXPECT_EQ(1, edit.n_add);
+    EXPECT_EQ(7u, edit.add[0].f->number);
+    EXPECT_EQ(0, CountSst());
+    EXPECT_GT(next_number, 102u);  // several outputs had been started
+}
+
+TEST_F(TableWrite, UnwritableDirectoryFails) {
+    std::string bad = dir.file("missing/sub");
+    ctx.dbdir = bad.c_str();
+    EXPECT_NE(TDB_OK, Write({{IK("a", 1), "x"}}, 0));
+    EXPECT_EQ(0, edit.n_add);
+    EXPECT_EQ(TDB_ERR_INVALID_ARG, Write({{IK("a", 1), "x"}}, 0, -1, 0));
+}
+
+// ---------------------------------------------------------------------------
+// Picking (synthetic file metas: no tables needed)
+// ---------------------------------------------------------------------------
+
+file_meta_t *Meta(uint64_t number, const std::string &lo, const std::string &hi, uint64_t size,
+                  uint64_t entries = 10, uint64_t deletes = 0, uint64_t seq = 1) {
+    std::string a = IK(lo, seq), b = IK(hi, seq);
+    return file_meta_create(number, size, S(a), S(b), seq, seq, entries, deletes);
+}
+
+struct Shape {
+    std::vector<std::pair<int, file_meta_t *>> files;
+    version_t *Build() {
+        version_t *base = version_create(nullptr, nullptr);
+        version_edit_t e;
+        memset(&e, 0, sizeof e);
+        for (auto &p : files) {
+            EXPECT_EQ(TDB_OK, version_edit_add(&e, p.first, p.second));
+            file_meta_unref(p.second);
+        }
+        version_t *v = nullptr;
+        EXPECT_EQ(TDB_OK, version_apply(base, &e, &v)) << tdb_last_error();
+        version_edit_free(&e);
+        version_unref(base);
+        return v;
+    }
+};
+
+compaction_opts_t Opts() {
+    compaction_opts_t o;
+    o.l1_file_count_trigger = 4;
+    o.level_size_ratio = 10;
+    o.base_level_bytes = 10000;
+    o.target_file_size = 1000;
+    o.tombstone_density_trigger = 0.5;
+    o.tombstone_density_min_entries = 100;
+    return o;
+}
+
+std::vector<uint64_t> Inputs(const compaction_t *c, int k) {
+    std::vector<uint64_t> r;
+    for (int i = 0; i < c->nin[k]; i++) r.push_back(c->in[k][i]->number);
+    std::sort(r.begin(), r.end());
+    return r;
+}
+
+TEST(CompactionPick, Level1FileCountTrigger) {
+    compaction_opts_t o = Opts();
+    Shape s;
+    s.files = {{1, Meta(1, "a", "c", 10, 10, 0, 5)}, {1, Meta(2, "b", "e", 10, 10, 0, 6)},
+               {1, Meta(3, "a", "b", 10, 10, 0, 7)}, {2, Meta(10, "a", "c", 100)},
+               {2, Meta(11, "d", "f", 100)},         {2, Meta(12, "x", "z", 100)},
+               {3, Meta(20, "m", "n", 100)}};
+    version_t *v = s.Build();
+    EXPECT_EQ(nullptr, compaction_pick(v, &o));  // 3 < 4 files
+    version_unref(v);
+
+    s.files = {{1, Meta(1, "a", "c", 10, 10, 0, 5)}, {1, Meta(2, "b", "e", 10, 10, 0, 6)},
+               {1, Meta(3, "a", "b", 10, 10, 0, 7)}, {1, Meta(4, "e", "e", 10, 10, 0, 8)},
+               {2, Meta(10, "a", "c", 100)},         {2, Meta(11, "d", "f", 100)},
+               {2, Meta(12, "x", "z", 100)},         {3, Meta(20, "m", "n", 100)}};
+    v = s.Build();
+    compaction_t *c = compaction_pick(v, &o);
+    ASSERT_NE(nullptr, c);
+    EXPECT_EQ(1, c->level);
+    EXPECT_EQ(2, c->output_level);
+    EXPECT_DOUBLE_EQ(1.0, c->score);
+    EXPECT_EQ((std::vector<uint64_t>{1, 2, 3, 4}), Inputs(c, 0));
+    EXPECT_EQ((std::vector<uint64_t>{10, 11}), Inputs(c, 1));
+    EXPECT_EQ(1, c->bottommost);  // level 3's file is outside [a, f]
+    for (int i = 0; i < 4; i++) EXPECT_EQ(1, version_file(v, 1, i)->being_compacted);
+    EXPECT_EQ(0, version_file(v, 2, 2)->being_compacted);
+    // Level 1 is busy: nothing else is due.
+    EXPECT_EQ(nullptr, compaction_pick(v, &o));
+    compaction_release(c);
+    for (int i = 0; i < 4; i++) EXPECT_EQ(0, version_file(v, 1, i)->being_compacted);
+    EXPECT_EQ(0, version_file(v, 2, 0)->being_compacted);
+    // Busy overlapping level-2 file blocks the level-1 compaction.
+    version_file(v, 2, 1)->being_compacted = 1;
+    EXPECT_EQ(nullptr, compaction_pick(v, &o));
+    version_file(v, 2, 1)->being_compacted = 0;
+    version_unref(v);
+
+    // A deeper overlapping file makes it not bottommost.
+    s.files = {{1, Meta(1, "a", "c", 10)}, {1, Meta(2, "b", "e", 10)}, {1, Meta(3, "a", "b", 10)},
+               {1, Meta(4, "e", "e", 10)}, {6, Meta(30, "f", "g", 100)}};
+    s.files.push_back({5, Meta(31, "e", "e", 100)});
+    v = s.Build();
+    c = compaction_pick(v, &o);
+    ASSERT_NE(nullptr, c);
+    EXPECT_EQ(0, c->nin[1]);
+    EXPECT_EQ(0, c->bottommost);
+    compaction_release(c);
+    version_unref(v);
+}
+
+TEST(CompactionPick, SizeRatioRotatesThroughLevel) {
+    compaction_opts_t o = Opts();
+    // Level 2: 4 x 3000 = 12000 > 10000 (score 1.2). Level 3 target 100000.
+    auto shape = [] {
+        Shape s;
+        s.files = {{2, Meta(1, "a", "b", 3000)}, {2, Meta(2, "c", "d", 3000)}, {2, Meta(3, "e", "f", 3000)},
+                   {2, Meta(4, "g", "h", 3000)}, {3, Meta(10, "b", "c", 500)}, {3, Meta(11, "z", "z", 500)},
+                   {4, Meta(20, "h", "i", 10)}};
+        return s.Build();
+    };
+    version_t *v = shape();
+    std::vector<uint64_t> order;
+    for (int round = 0; round < 6; round++) {
+        compaction_t *c = compaction_pick(v, &o);
+        ASSERT_NE(nullptr, c);
+        EXPECT_EQ(2, c->level);
+        EXPECT_EQ(3, c->output_level);
+        EXPECT_NEAR(1.2, c->score, 1e-9);
+        ASSERT_EQ(1, c->nin[0]);
+        order.push_back(c->in[0][0]->number);
+        if (c->in[0][0]->number == 1 || c->in[0][0]->number == 2)
+            EXPECT_EQ((std::vector<uint64_t>{10}), Inputs(c, 1));  // "b".."c" overlaps both
+        else
+            EXPECT_EQ(0, c->nin[1]);
+        EXPECT_EQ(c->in[0][0]->number == 4 ? 0 : 1, c->bottommost);  // level 4 covers "h"
+        compaction_release(c);
+    }
+    EXPECT_EQ((std::vector<uint64_t>{1, 2, 3, 4, 1, 2}), order);
+
+    // Concurrent picks take different, non-conflicting files; files 1 and 2
+    // share overlap 10, so they never run together.
+    compaction_t *c1 = compaction_pick(v, &o);  // file 3 (cursor after 2)
+    ASSERT_NE(nullptr, c1);
+    EXPECT_EQ(3u, c1->in[0][0]->number);
+    // Remaining unmarked bytes: 9000 < 10000, level no longer over target.
+    EXPECT_EQ(nullptr, compaction_pick(v, &o));
+    compaction_release(c1);
+    version_unref(v);
+
+    // The new version carries the cursor.
+    version_t *v2 = shape();
+    compaction_t *a = compaction_pick(v2, &o);
+    ASSERT_NE(nullptr, a);
+    EXPECT_EQ(1u, a->in[0][0]->number);
+    compaction_release(a);
+    version_edit_t e;
+    memset(&e, 0, sizeof e);
+    version_t *v3 = nullptr;
+    ASSERT_EQ(TDB_OK, version_apply(v2, &e, &v3));
+    a = compaction_pick(v3, &o);
+    ASSERT_NE(nullptr, a);
+    EXPECT_EQ(2u, a->in[0][0]->number);
+    compaction_release(a);
+    version_unref(v3);
+    version_unref(v2);
+}
+
+TEST(CompactionPick, HighestScoreWinsAndDeepLevels) {
+    compaction_opts_t o = Opts();
+    Shape s;
+    // Level 1 at 5/4 = 1.25; level 3 at 250000/100000 = 2.5.
+    for (int i = 0; i < 5; i++) s.files.push_back({1, Meta((uint64_t)(1 + i), "a", "b", 10, 10, 0, (uint64_t)(10 + i))});
+    s.files.push_back({3, Meta(10, "c", "d", 250000)});
+    version_t *v = s.Build();
+    compaction_t *c = compaction_pick(v, &o);
+    ASSERT_NE(nullptr, c);
+    EXPECT_EQ(3, c->level);
+    EXPECT_EQ(4, c->output_level);
+    EXPECT_NEAR(2.5, c->score, 1e-9);
+    compaction_t *d = compaction_pick(v, &o);  // then level 1
+    ASSERT_NE(nullptr, d);
+    EXPECT_EQ(1, d->level);
+    EXPECT_EQ(nullptr, compaction_pick(v, &o));
+    compaction_release(c);
+    compaction_release(d);
+    version_unref(v);
+
+    // The last level never pushes down by size; base_level_bytes 0 disables
+    // size triggers.
+    Shape t;
+    t.files = {{TDB_MAX_LEVELS - 1, Meta(1, "a", "b", (uint64_t)1 << 60)}};
+    v = t.Build();
+    EXPECT_EQ(nullptr, compaction_pick(v, &o));
+    version_unref(v);
+    Shape u;
+    u.files = {{2, Meta(1, "a", "b", (uint64_t)1 << 40)}};
+    v = u.Build();
+    o.base_level_bytes = 0;
+    EXPECT_EQ(nullptr, compaction_pick(v, &o));
+    version_unref(v);
+}
+
+TEST(CompactionPick, TombstoneDensity) {
+    compaction_opts_t o = Opts();
+    Shape s;
+    s.files = {{3, Meta(1, "a", "c", 100, 200, 90)},    // 45%: below trigger
+               {3, Meta(2, "d", "f", 100, 200, 150)},   // 75%
+               {3, Meta(3, "g", "h", 100, 50, 50)},     // 100% but too few entries
+               {3, Meta(4, "i", "j", 100, 1000, 600)},  // 60%
+               {4, Meta(10, "e", "e", 100)},
+               {TDB_MAX_LEVELS - 1, Meta(20, "x", "y", 100, 1000, 1000)}};  // last level: no next
+    version_t *v = s.Build();
+    compaction_t *c = compaction_pick(v, &o);
+    ASSERT_NE(nullptr, c);
+    EXPECT_EQ(3, c->level);
+    EXPECT_EQ(4, c->output_level);
+    EXPECT_EQ((std::vector<uint64_t>{2}), Inputs(c, 0));
+    EXPECT_EQ((std::vector<uint64_t>{10}), Inputs(c, 1));
+    EXPECT_NEAR(0.75, c->score, 1e-9);
+    EXPECT_EQ(1, c->bottommost);
+    compaction_t *d = compaction_pick(v, &o);  // next densest
+    ASSERT_NE(nullptr, d);
+    EXPECT_EQ((std::vector<uint64_t>{4}), Inputs(d, 0));
+    EXPECT_EQ(nullptr, compaction_pick(v, &o));
+    compaction_release(c);
+    compaction_release(d);
+    o.tombstone_density_trigger = 0;  // disabled
+    EXPECT_EQ(nullptr, compaction_pick(v, &o));
+    o.tombstone_density_trigger = 0.5;
+    o.tombstone_density_min_entries = 10;  // file 3 now qualifies and is densest
+    c = compaction_pick(v, &o);
+    ASSERT_NE(nullptr, c);
+    EXPECT_EQ((std::vector<uint64_t>{3}), Inputs(c, 0));
+    compaction_release(c);
+    version_unref(v);
+
+    // A dense level-1 file moves all of level 1 (below the count trigger).
+    Shape t;
+    t.files = {{1, Meta(1, "a", "c", 10, 10, 0, 5)}, {1, Meta(2, "b", "d", 10, 200, 190, 6)}};
+    v = t.Build();
+    c = compaction_pick(v, &o);
+    ASSERT_NE(nullptr, c);
+    EXPECT_EQ(1, c->level);
+    EXPECT_EQ((std::vector<uint64_t>{1, 2}), Inputs(c, 0));
+    compaction_release(c);
+    version_unref(v);
+}
+
+TEST(CompactionPick, ManualLevel) {
+    compaction_opts_t o = Opts();
+    Shape s;
+    s.files = {{2, Meta(1, "a", "b", 10)}, {2, Meta(2, "c", "d", 10)}, {3, Meta(10, "b", "c", 10)},
+               {3, Meta(11, "x", "y", 10)}, {TDB_MAX_LEVELS - 1, Meta(20, "a", "z", 10)}};
+    version_t *v = s.Build();
+    EXPECT_EQ(nullptr, compaction_pick_level(v, 1, &o));  // empty
+    EXPECT_EQ(nullptr, compaction_pick_level(v, 0, &o));
+    EXPECT_EQ(nullptr, compaction_pick_level(v, TDB_MAX_LEVELS, &o));
+    compaction_t *c = compaction_pick_level(v, 2, &o);
+    ASSERT_NE(nullptr, c);
+    EXPECT_EQ(2, c->level);
+    EXPECT_EQ(3, c->output_level);
+    EXPECT_EQ((std::vector<uint64_t>{1, 2}), Inputs(c, 0));
+    EXPECT_EQ((std::vector<uint64_t>{10}), Inputs(c, 1));
+    EXPECT_EQ(0, c->bottommost);                           // file 20 below
+    EXPECT_EQ(nullptr, compaction_pick_level(v, 3, &o));   // file 10 busy
+    EXPECT_EQ(nullptr, compaction_pick_level(v, 2, &o));   // busy
+    compaction_release(c);
+    c = compaction_pick_level(v, 3, &o);
+    ASSERT_NE(nullptr, c);
+    EXPECT_EQ((std::vector<uint64_t>{10, 11}), Inputs(c, 0));
+    EXPECT_EQ(0, c->nin[1]);
+    compaction_release(c);
+    // The last level is rewritten in place.
+    c = compaction_pick_level(v, TDB_MAX_LEVELS - 1, &o);
+    ASSERT_NE(nullptr, c);
+    EXPECT_EQ(TDB_MAX_LEVELS - 1, c->output_level);
+    EXPECT_EQ(1, c->bottommost);
+    compaction_release(c);
+    version_unref(v);
+}
+
+// ---------------------------------------------------------------------------
+// compaction_run end to end
+// ---------------------------------------------------------------------------
+
+class CompactionRun : public TableWrite {
+  protected:
+    lru_cache_t *blocks = nullptr;
+    table_cache_t *tc = nullptr;
+    Obsolete obs;
+
+    void SetUp() override {
+        TableWrite::SetUp();
+        blocks = lru_cache_create(1 << 20, 0, sst_block_cache_deleter, nullptr);
+        tc = table_cache_create(env, dir.path().c_str(), 16, blocks);
+    }
+    void TearDown() override {
+        TableWrite::TearDown();
+        table_cache_destroy(tc);
+        lru_cache_destroy(blocks);
+    }
+
+    file_meta_t *Table(uint64_t number, std::vector<Entry> es) {
+        SortEntries(&es);
+        char path[4096];
+        sst_file_name(path, sizeof path, dir.path().c_str(), number);
+        sst_options_t so = {TDB_COMPRESS_LZ4, 256, 0.01, 64};
+        sst_builder_t *b = nullptr;
+        EXPECT_EQ(TDB_OK, sst_builder_open(env, path, &so, &b));
+        for (auto &e : es) EXPECT_EQ(TDB_OK, sst_builder_add(b, S(e.ik), S(e.value)));
+        sst_props_t p;
+        memset(&p, 0, sizeof p);
+        EXPECT_EQ(TDB_OK, sst_builder_finish(b, &p)) << tdb_last_error();
+        file_meta_t *f = file_meta_from_props(number, &p);
+        sst_props_free(&p);
+        return f;
+    }
+
+    // Visible latest state through a version: user key -> value (live only).
+    std::map<std::string, std::string> Latest(version_t *v) {
+        iter_t **its = nullptr;
+        int n = 0, cap = 0;
+        EXPECT_EQ(TDB_OK, version_add_iters(v, tc, &its, &n, &cap));
+        iter_t *m = iter_merge(its, n, ikey_compare);
+        free(its);
+        std::map<std::string, std::string> out;
+        std::string last;
+        bool have = false;
+        for (iter_seek_to_first(m); iter_valid(m); iter_next(m)) {
+            slice_t k = iter_key(m);
+            std::string u(ikey_user(k).data, ikey_user(k).size);
+            if (have && u == last) continue;
+            have = true;
+            last = u;
+            if (kt_is_value(ikey_type(k))) {
+                slice_t val = iter_value(m);
+                bool expired = ikey_type(k) == KT_PUT_TTL && val.size >= 8 &&
+                               (int64_t)dec_fixed64(val.data) <= ctx.now_unix;
+                if (!expired) out[u] = std::string(val.data, val.size);
+            }
+        }
+        EXPECT_EQ(TDB_OK, iter_status(m));
+        iter_destroy(m);
+        return out;
+    }
+
+    size_t CountEntries(version_t *v) {
+        iter_t **its = nullptr;
+        int n = 0, cap = 0;
+        EXPECT_EQ(TDB_OK, version_add_iters(v, tc, &its, &n, &cap));
+        size_t c = 0;
+        for (int i = 0; i < n; i++) {
+            for (iter_seek_to_first(its[i]); iter_valid(its[i]); iter_next(its[i])) c++;
+            iter_destroy(its[i]);
+        }
+        free(its);
+        return c;
+    }
+};
+
+TEST_F(CompactionRun, Level1IntoLevel2Bottommost) {
+    std::map<std::string, std::string> model;
+    // Level 2 (oldest data): k100..k199 at seqs 1..100.
+    std::vector<Entry> l2a, l2b;
+    uint64_t seq = 0;
+    for (int i = 100; i < 200; i++) {
+        std::string k = tdbtest::Key((uint64_t)i, 5), v = "l2-" + std::to_string(i);
+        (i < 150 ? l2a : l2b).push_back({IK(k, ++seq), v});
+        model[k] = v;
+    }
+    // Level-1 file A (older): k000..k149 at seqs 101.., long values for some.
+    std::vector<Entry> a, b;
+    for (int i = 0; i < 150; i++) {
+        std::string k = tdbtest::Key((uint64_t)i, 5), v = i % 10 == 0 ? tdbtest::Value((uint64_t)i, 300) : "a-" + std::to_string(i);
+        a.push_back({IK(k, ++seq), v});
+        model[k] = v;
+    }
+    // Level-1 file B (newer): deletes of every third key in k090..k179, TTLs.
+    for (int i = 90; i < 180; i++) {
+        std::string k = tdbtest::Key((uint64_t)i, 5);
+        if (i % 3 == 0) {
+            b.push_back({IK(k, ++seq, KT_DELETE), ""});
+            model.erase(k);
+        } else if (i % 3 == 1) {
+            b.push_back({IK(k, ++seq, KT_PUT_TTL), TTLValue(500, "expired")});
+            model.erase(k);
+        } else {
+            std::string v = "b-" + std::to_string(i);
+            b.push_back({IK(k, ++seq, KT_PUT_TTL), TTLValue(5000, v)});
+            model[k] = TTLValue(5000, v);
+        }
+    }
+    version_t *base = version_create(OnObsolete, &obs), *v1 = nullptr;
+    version_edit_t e;
+    memset(&e, 0, sizeof e);
+    file_meta_t *fs[4] = {Table(1, a), Table(2, b), Table(3, l2a), Table(4, l2b)};
+    version_edit_add(&e, 1, fs[0]);
+    version_edit_add(&e, 1, fs[1]);
+    version_edit_add(&e, 2, fs[2]);
+    version_edit_add(&e, 2, fs[3]);
+    for (auto *f : fs) file_meta_unref(f);
+    ASSERT_EQ(TDB_OK, version_apply(base, &e, &v1)) << tdb_last_error();
+    version_edit_free(&e);
+    version_unref(base);
+    EXPECT_EQ(model, Latest(v1));
+
+    compaction_opts_t o = Opts();
+    o.l1_file_count_trigger = 2;
+    compaction_t *c = compaction_pick(v1, &o);
+    ASSERT_NE(nullptr, c);
+    EXPECT_EQ((std::vector<uint64_t>{1, 2}), Inputs(c, 0));
+    EXPECT_EQ((std::vector<uint64_t>{3, 4}), Inputs(c, 1));
+    EXPECT_EQ(1, c->bottommost);
+
+    ctx.target_file_size = 2048;
+    ctx.bottommost = 0;  // compaction_run sets it from c
+    ASSERT_EQ(TDB_OK, compaction_run(c, tc, &ctx, &edit)) << tdb_last_error();
+    EXPECT_GT(edit.n_add, 2);
+    EXPECT_EQ(4, edit.n_del);
+    for (int i = 0; i < edit.n_add; i++) EXPECT_EQ(2, edit.add[i].level);
+    version_t *v2 = nullptr;
+    ASSERT_EQ(TDB_OK, version_apply(v1, &edit, &v2)) << tdb_last_error();
+    version_edit_free(&edit);
+    compaction_release(c);
+    EXPECT_EQ(0, version_num_files(v2, 1));
+    EXPECT_EQ(model, Latest(v2));
+    // Bottommost: nothing but the live newest versions remain.
+    EXPECT_EQ(model.size(), CountEntries(v2));
+    EXPECT_GT(ctx.bytes_read, 0u);
+    EXPECT_EQ(version_level_bytes(v2, 2), ctx.bytes_written);
+
+    // Inputs become obsolete once the old version goes.
+    EXPECT_TRUE(obs.count.empty());
+    version_unref(v1);
+    EXPECT_EQ(4u, obs.count.size());
+    for (uint64_t n : {1u, 2u, 3u, 4u}) EXPECT_EQ(1, obs.count[n]);
+    version_unref(v2);
+}
+
+TEST_F(CompactionRun, NotBottommostKeepsTombstonesAndSnapshots) {
+    std::vector<Entry> a = {{IK("k1", 10), "new1"}, {IK("k2", 11, KT_DELETE), ""}, {IK("k3", 12), "new3"}};
+    std::vector<Entry> l2 = {{IK("k1", 5), "old1"}, {IK("k2", 6), "old2"}};
+    std::vector<Entry> l3 = {{IK("k2", 1), "ancient2"}, {IK("k3", 1), "ancient3"}};
+    version_t *base = version_create(OnObsolete, &obs), *v1 = nullptr;
+    version_edit_t e;
+    memset(&e, 0, sizeof e);
+    file_meta_t *fs[3] = {Table(1, a), Table(2, l2), Table(3, l3)};
+    version_edit_add(&e, 1, fs[0]);
+    version_edit_add(&e, 2, fs[1]);
+    version_edit_add(&e, 3, fs[2]);
+    for (auto *f : fs) file_meta_unref(f);
+    ASSERT_EQ(TDB_OK, version_apply(base, &e, &v1));
+    version_edit_free(&e);
+    version_unref(base);
+
+    compaction_opts_t o = Opts();
+    compaction_t *c = compaction_pick_level(v1, 1, &o);
+    ASSERT_NE(nullptr, c);
+    EXPECT_EQ(0, c->bottommost);  // level 3 overlaps
+    snaps = {5};  // a snapshot sees k1@5 and k2@... (old1, old2)
+    ctx.snapshots = snaps.data();
+    ctx.nsnapshots = 1;
+    ASSERT_EQ(TDB_OK, compaction_run(c, tc, &ctx, &edit)) << tdb_last_error();
+    compaction_release(c);
+    version_t *v2 = nullptr;
+    ASSERT_EQ(TDB_OK, version_apply(v1, &edit, &v2)) << tdb_last_error();
+    version_edit_free(&edit);
+    version_unref(v1);
+
+    auto get = [&](const std::string &k, uint64_t snap) {
+        buf_t val{};
+        unsigned t = 0;
+        uint64_t s = 0;
+        int rc = version_get(v2, tc, S(k), snap, &t, &s, &val);
+        std::string r = rc == 1 ? (t == KT_DELETE ? "<del>" : std::string(val.data, val.size)) : "<absent>";
+        buf_free(&val);
+        return r;
+    };
+    EXPECT_EQ("new1", get("k1", SEQ_MAX));
+    EXPECT_EQ("old1", get("k1", 5));      // kept for the snapshot
+    EXPECT_EQ("<del>", get("k2", SEQ_MAX));  // tombstone kept: ancient2 below
+    // old2 (seq 6) shared the latest stripe with the tombstone: dropped; the
+    // snapshot still sees the level-3 version under it.
+    EXPECT_EQ("ancient2", get("k2", 5));
+    EXPECT_EQ("new3", get("k3", SEQ_MAX));
+    EXPECT_EQ("ancient3", get("k3", 5));
+    version_unref(v2);
+}
+
+TEST_F(CompactionRun, MissingInputFailsCleanly) {
+    version_t *base = version_create(nullptr, nullptr), *v1 = nullptr;
+    version_edit_t e;
+    memset(&e, 0, sizeof e);
+    file_meta_t *f1 = Table(1, {{IK("a", 2), "x"}});
+    file_meta_t *f2 = Table(2, {{IK("a", 1), "y"}});
+    version_edit_add(&e, 1, f1);
+    version_edit_add(&e, 1, f2);
+    file_meta_unref(f1);
+    file_meta_unref(f2);
+    ASSERT_EQ(TDB_OK, version_apply(base, &e, &v1));
+    version_edit_free(&e);
+    version_unref(base);
+    char path[4096];
+    sst_file_name(path, sizeof path, dir.path().c_str(), 2);
+    ASSERT_EQ(0, remove(path));
+    compaction_opts_t o = Opts();
+    compaction_t *c = compaction_pick_level(v1, 1, &o);
+    ASSERT_NE(nullptr, c);
+    EXPECT_EQ(TDB_ERR_NOT_FOUND, compaction_run(c, tc, &ctx, &edit));
+    EXPECT_EQ(0, edit.n_add);
+    EXPECT_EQ(0, edit.n_del);
+    EXPECT_EQ(1, CountSst());  // only the surviving input
+    compaction_release(c);
+    version_unref(v1);
+}
+
+}  // namespace

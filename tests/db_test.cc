@@ -3,6 +3,8 @@
 // snapshots, TTL, flush/compaction, reopen, and misuse.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <string>
@@ -36,7 +38,9 @@ class DbTest : public ::testing::Test {
         Open();
     }
     void TearDown() override {
-        if (db_) EXPECT_EQ(tdb_close(db_), TDB_OK);
+        if (db_) {
+            EXPECT_EQ(tdb_close(db_), TDB_OK);
+        }
     }
     void Open() {
         ASSERT_EQ(tdb_open(dir_.path().c_str(), &cfg_, &db_), TDB_OK) << tdb_last_error();
@@ -260,8 +264,12 @@ TEST_F(DbTest, RandomOpsMatchReferenceModel) {
                 ref.erase(key);
             }
         }
-        if (round == 2) ASSERT_EQ(tdb_flush(db_, cf_), TDB_OK);
-        if (round == 4) ASSERT_EQ(tdb_compact(db_, cf_), TDB_OK);
+        if (round == 2) {
+            ASSERT_EQ(tdb_flush(db_, cf_), TDB_OK);
+        }
+        if (round == 4) {
+            ASSERT_EQ(tdb_compact(db_, cf_), TDB_OK);
+        }
         if (round == 3) Reopen();
         auto all = Scan();
         ASSERT_EQ(all.size(), ref.size()) << "round " << round;
@@ -403,6 +411,128 @@ TEST_F(DbTest, StatsCountCacheAndLevels) {
     EXPECT_GT(files, 0u);
     EXPECT_GT(st.block_cache_hits + st.block_cache_misses, 0u);
     EXPECT_GE(st.user_bytes_written, 20000u * (16 + 100));
+}
+
+}  // namespace
+
+namespace {
+
+// Flip one byte of a file in place.
+void FlipByte(const std::string &path, long offset) {
+    FILE *f = fopen(path.c_str(), "r+b");
+    ASSERT_NE(f, nullptr) << path;
+    fseek(f, offset, offset < 0 ? SEEK_END : SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, -1, SEEK_CUR);
+    fputc(c ^ 0x5a, f);
+    fclose(f);
+}
+
+std::vector<std::string> FilesWithSuffix(const std::string &dir, const std::string &suffix) {
+    std::vector<std::string> out;
+    for (auto &e : std::filesystem::directory_iterator(dir)) {
+        std::string n = e.path().filename().string();
+        if (n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
+            out.push_back(e.path().string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+class CorruptionTest : public DbTest {};
+
+TEST_F(CorruptionTest, DamagedTableBlockIsReportedNotServed) {
+    cfg_.block_cache_size = 0;  // every read goes to disk
+    cfg_.default_cf.compression = TDB_COMPRESS_NONE;
+    Reopen();
+    for (int i = 0; i < 20000; i++) ASSERT_EQ(Put(Key(i), Value(i)), TDB_OK);
+    ASSERT_EQ(tdb_compact(db_, cf_), TDB_OK);
+    ASSERT_EQ(tdb_close(db_), TDB_OK);
+    db_ = nullptr;
+    auto ssts = FilesWithSuffix(dir_.path(), ".sst");
+    ASSERT_FALSE(ssts.empty());
+    FlipByte(ssts[0], 100);  // inside the first data block
+    Open();
+    int corrupt = 0, ok = 0;
+    for (int i = 0; i < 20000; i++) {
+        void *v;
+        size_t n;
+        std::string k = Key(i);
+        int rc = tdb_get(db_, cf_, nullptr, k.data(), k.size(), &v, &n);
+        if (rc == TDB_OK) {
+            ASSERT_EQ(std::string((char *)v, n), Value(i)) << "silently wrong answer";
+            tdb_free(v);
+            ok++;
+        } else {
+            ASSERT_EQ(rc, TDB_ERR_CORRUPTION) << tdb_strerror(rc);
+            EXPECT_NE(std::string(tdb_last_error()).find(".sst"), std::string::npos) << tdb_last_error();
+            corrupt++;
+        }
+    }
+    EXPECT_GT(corrupt, 0);
+    EXPECT_GT(ok, 10000) << "data elsewhere stays readable";
+    tdb_iter_t *it;
+    ASSERT_EQ(tdb_iter_create(db_, cf_, nullptr, &it), TDB_OK);
+    for (tdb_iter_seek_to_first(it); tdb_iter_valid(it); tdb_iter_next(it)) {
+    }
+    EXPECT_EQ(tdb_iter_status(it), TDB_ERR_CORRUPTION);
+    tdb_iter_destroy(it);
+}
+
+TEST_F(CorruptionTest, DamagedManifestFailsOpen) {
+    ASSERT_EQ(Put("a", "1"), TDB_OK);
+    ASSERT_EQ(tdb_flush(db_, cf_), TDB_OK);
+    ASSERT_EQ(tdb_close(db_), TDB_OK);
+    db_ = nullptr;
+    FlipByte(dir_.file("MANIFEST"), 20);
+    tdb_t *x = nullptr;
+    EXPECT_EQ(tdb_open(dir_.path().c_str(), &cfg_, &x), TDB_ERR_CORRUPTION);
+    EXPECT_EQ(x, nullptr);
+    FlipByte(dir_.file("MANIFEST"), 20);  // repair: opens again
+    Open();
+    EXPECT_EQ(Get("a"), "1");
+}
+
+TEST_F(CorruptionTest, MissingManifestWithDataFailsOpen) {
+    ASSERT_EQ(Put("a", "1"), TDB_OK);
+    ASSERT_EQ(tdb_close(db_), TDB_OK);
+    db_ = nullptr;
+    std::filesystem::remove(dir_.file("MANIFEST"));
+    tdb_t *x = nullptr;
+    EXPECT_EQ(tdb_open(dir_.path().c_str(), &cfg_, &x), TDB_ERR_CORRUPTION);
+}
+
+TEST_F(CorruptionTest, WalMiddleCorruptionFailsOpenTornTailDoesNot) {
+    cfg_.default_cf.write_buffer_size = 64 << 20;
+    Reopen();
+    for (int i = 0; i < 1000; i++) ASSERT_EQ(Put(Key(i), Value(i)), TDB_OK);
+    // Simulate a crash: copy the directory while the db is open (WAL unflushed).
+    TempDir crashed;
+    for (auto &e : std::filesystem::directory_iterator(dir_.path()))
+        if (e.path().filename() != "LOCK") std::filesystem::copy(e.path(), crashed.path() + "/" + e.path().filename().string());
+    auto wals = FilesWithSuffix(crashed.path(), ".log");
+    ASSERT_EQ(wals.size(), 1u);
+    // Torn tail: cut the last record in half.
+    std::filesystem::resize_file(wals[0], std::filesystem::file_size(wals[0]) - 60);
+    tdb_t *x = nullptr;
+    ASSERT_EQ(tdb_open(crashed.path().c_str(), &cfg_, &x), TDB_OK) << tdb_last_error();
+    tdb_cf_t *c;
+    ASSERT_EQ(tdb_get_cf(x, TDB_DEFAULT_CF, &c), TDB_OK);
+    void *v;
+    size_t n;
+    std::string k0 = Key(0), klast = Key(999);
+    EXPECT_EQ(tdb_get(x, c, nullptr, k0.data(), k0.size(), &v, &n), TDB_OK);
+    tdb_free(v);
+    EXPECT_EQ(tdb_get(x, c, nullptr, klast.data(), klast.size(), &v, &n), TDB_ERR_NOT_FOUND);
+    ASSERT_EQ(tdb_close(x), TDB_OK);
+    // Middle corruption in a second crash image.
+    TempDir crashed2;
+    for (auto &e : std::filesystem::directory_iterator(dir_.path()))
+        if (e.path().filename() != "LOCK") std::filesystem::copy(e.path(), crashed2.path() + "/" + e.path().filename().string());
+    wals = FilesWithSuffix(crashed2.path(), ".log");
+    FlipByte(wals[0], 5000);
+    EXPECT_EQ(tdb_open(crashed2.path().c_str(), &cfg_, &x), TDB_ERR_CORRUPTION);
+    EXPECT_NE(std::string(tdb_last_error()).find(".log"), std::string::npos) << tdb_last_error();
 }
 
 }  // namespace

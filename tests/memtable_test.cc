@@ -348,12 +348,14 @@ TEST(Memtable, ReadersStayConsistentWhileWritersInsert) {
     const int kWriters = 2, kPer = 40000;
     std::atomic<int> done[kWriters];
     for (auto &d : done) d.store(0);
-    std::atomic<int> writers_left{kWriters};
+    std::atomic<int> writers_left{kWriters}, readers_ready{0};
+    std::atomic<long> partial_scans{0};  // scans that overlapped writes
     auto key_of = [](int w, int i) { return tdbtest::Key(((uint64_t)i * 7919 + w * 104729) % 10000019); };
 
     std::vector<std::thread> th;
     for (int w = 0; w < kWriters; w++) {
         th.emplace_back([&, w] {
+            while (readers_ready.load() < 2) std::this_thread::yield();
             for (int i = 0; i < kPer; i++) {
                 std::string u = key_of(w, i);
                 uint64_t seq = (uint64_t)i * kWriters + w + 1;
@@ -367,6 +369,7 @@ TEST(Memtable, ReadersStayConsistentWhileWritersInsert) {
     for (int r = 0; r < 2; r++) {
         th.emplace_back([&, r] {
             std::mt19937 rng(100 + r);
+            readers_ready++;
             while (writers_left.load() > 0) {
                 // Every published key must be found, complete.
                 for (int k = 0; k < 200; k++) {
@@ -401,6 +404,7 @@ TEST(Memtable, ReadersStayConsistentWhileWritersInsert) {
                 }
                 iter_destroy(it);
                 ASSERT_GE(count, before);
+                if (count < kWriters * kPer) partial_scans++;
                 scans++;
             }
         });
@@ -408,6 +412,9 @@ TEST(Memtable, ReadersStayConsistentWhileWritersInsert) {
     for (auto &x : th) x.join();
     EXPECT_GT(scans.load(), 0);
     EXPECT_GT(gets.load(), 0);
+    RecordProperty("scans", (int)scans.load());
+    RecordProperty("partial_scans", (int)partial_scans.load());
+    RecordProperty("gets", (int)gets.load());
     EXPECT_EQ(memtable_num_entries(m), (uint64_t)kWriters * kPer);
     memtable_unref(m);
 }

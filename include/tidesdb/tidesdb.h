@@ -234,6 +234,82 @@ const void *tdb_iter_value(const tdb_iter_t *it, size_t *vlen);
 int  tdb_iter_status(const tdb_iter_t *it);
 
 /* ---------------------------------------------------------------------- */
+/* Transactions                                                            */
+/* ---------------------------------------------------------------------- */
+/* Multi-version transactions across column families. Writes are buffered
+ * in the transaction and applied atomically at commit (one WAL record).
+ * Isolation levels (see docs/design/txn.md for the anomaly table):
+ *  - READ_UNCOMMITTED: every read sees the latest committed data (writes of
+ *    other transactions are private until commit, so nothing uncommitted
+ *    is ever visible: it behaves as READ_COMMITTED).
+ *  - READ_COMMITTED: every read sees the latest committed data.
+ *  - REPEATABLE_READ: reads see a snapshot taken at begin; no conflict
+ *    check at commit (last writer wins, as InnoDB's non-locking reads).
+ *  - SNAPSHOT: snapshot reads; first committer wins: commit fails with
+ *    TDB_ERR_CONFLICT if a key this transaction wrote was committed by
+ *    another transaction after the snapshot.
+ *  - SERIALIZABLE: SNAPSHOT plus validation of everything read (keys and
+ *    scanned ranges): commit fails with TDB_ERR_CONFLICT if any of it
+ *    changed after the snapshot. Read-only transactions are validated too.
+ * A transaction that failed to commit (conflict) is finished: reset or
+ * free it and retry. With pessimistic = 1, writes and get_for_update take
+ * row locks (exclusive/shared) held until commit or rollback; waits time
+ * out (TDB_ERR_TIMEOUT), deadlocks abort the requester (TDB_ERR_DEADLOCK),
+ * and tdb_txn_cancel_wait() wakes a waiter (TDB_ERR_ABORTED). */
+typedef enum {
+    TDB_ISO_READ_UNCOMMITTED = 0,
+    TDB_ISO_READ_COMMITTED   = 1,
+    TDB_ISO_REPEATABLE_READ  = 2,
+    TDB_ISO_SNAPSHOT         = 3,
+    TDB_ISO_SERIALIZABLE     = 4,
+} tdb_isolation_t;
+
+typedef struct tdb_txn_options {
+    int     isolation;        /* tdb_isolation_t: TDB_ISO_SNAPSHOT */
+    int     read_only;        /* 1: writes fail with TDB_ERR_INVALID_ARG */
+    int     pessimistic;      /* 1: row locks (see above): 0 */
+    int64_t lock_timeout_ms;  /* lock wait bound: 5000 */
+    size_t  max_bytes;        /* buffered write bytes: 0 = 1/4 of the
+                                 database's memory budget */
+} tdb_txn_options_t;
+
+typedef struct tdb_txn tdb_txn_t;
+
+void tdb_txn_options_default(tdb_txn_options_t *o);
+/* Begin a transaction (opts NULL = defaults). */
+int  tdb_txn_begin(tdb_t *db, const tdb_txn_options_t *opts, tdb_txn_t **out);
+int  tdb_txn_put(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t klen,
+                 const void *val, size_t vlen, int64_t ttl_seconds);
+int  tdb_txn_delete(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t klen);
+/* Read through the transaction: its own writes first, then the database
+ * at the isolation level's snapshot. */
+int  tdb_txn_get(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t klen,
+                 void **val, size_t *vlen);
+/* As tdb_txn_get, and lock the key (pessimistic: shared or exclusive row
+ * lock; optimistic: the key joins the conflict check of SNAPSHOT). */
+int  tdb_txn_get_for_update(tdb_txn_t *t, tdb_cf_t *cf, const void *key,
+                            size_t klen, int exclusive, void **val,
+                            size_t *vlen);
+/* Iterator over the transaction's view: its own writes merged with the
+ * snapshot. Valid until the transaction ends. */
+int  tdb_txn_iter_create(tdb_txn_t *t, tdb_cf_t *cf, tdb_iter_t **out);
+int  tdb_txn_commit(tdb_txn_t *t);
+int  tdb_txn_rollback(tdb_txn_t *t);
+/* Named savepoints nest; rolling back to one undoes later writes and
+ * releases locks taken after it; releasing forgets it. */
+int  tdb_txn_savepoint(tdb_txn_t *t, const char *name);
+int  tdb_txn_rollback_to_savepoint(tdb_txn_t *t, const char *name);
+int  tdb_txn_release_savepoint(tdb_txn_t *t, const char *name);
+/* Begin again with the same handle after commit or rollback. */
+int  tdb_txn_reset(tdb_txn_t *t, const tdb_txn_options_t *opts);
+/* Roll back if active and free. */
+void tdb_txn_free(tdb_txn_t *t);
+/* Wake a lock wait of t from another thread (it returns TDB_ERR_ABORTED). */
+void tdb_txn_cancel_wait(tdb_txn_t *t);
+/* Sequence number of the transaction's snapshot. */
+uint64_t tdb_txn_snapshot_sequence(const tdb_txn_t *t);
+
+/* ---------------------------------------------------------------------- */
 /* Maintenance and statistics                                              */
 /* ---------------------------------------------------------------------- */
 /* Flush the memtables of cf (NULL = all families) to disk and wait. */

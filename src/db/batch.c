@@ -105,6 +105,23 @@ int tdb_batch_delete(tdb_batch_t *b, tdb_cf_t *cf, const void *key, size_t klen)
     return batch_add(b, KT_DELETE, cf, key, klen, NULL, 0, 0);
 }
 
+int batch_add_raw(tdb_batch_t *b, tdb_cf_t *cf, unsigned type, slice_t key, slice_t value) {
+    int rc = TDB_OK;
+    size_t mark = b->rep.size;
+    char t = (char)type;
+    TRY(batch_note_cf(b, cf));
+    TRY(buf_append(&b->rep, &t, 1));
+    TRY(put_varint32(&b->rep, cf->id));
+    TRY(put_lenprefixed(&b->rep, key));
+    if (kt_is_value(type)) TRY(put_lenprefixed(&b->rep, value));
+    enc_fixed32(b->rep.data + 8, dec_fixed32(b->rep.data + 8) + 1);
+    b->user_bytes += key.size + value.size;
+    return TDB_OK;
+err:
+    b->rep.size = mark;
+    return rc;
+}
+
 slice_t batch_rep(tdb_batch_t *b) { return buf_slice(&b->rep); }
 void batch_set_seq(tdb_batch_t *b, uint64_t seq) { enc_fixed64(b->rep.data, seq); }
 uint32_t batch_count_raw(slice_t rep) { return rep.size >= BATCH_HEADER ? dec_fixed32(rep.data + 8) : 0; }

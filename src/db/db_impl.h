@@ -92,8 +92,24 @@ struct tdb_cf {
     superversion_t *sv;
 };
 
+/* Keys written by earlier members of a write group (hashes of cf id + key),
+ * so a validating writer sees conflicts with writes not yet applied. */
+typedef struct group_keys {
+    uint64_t *slots;
+    size_t cap, n;
+} group_keys_t;
+int group_keys_add(group_keys_t *g, uint32_t cf_id, slice_t key);
+int group_keys_has(const group_keys_t *g, uint32_t cf_id, slice_t key);
+
+/* A commit-time check run by the write leader after every earlier commit is
+ * applied and before this batch gets its sequence numbers: TDB_OK or an
+ * error (TDB_ERR_CONFLICT) that fails only this writer. */
+typedef int (*writer_validate_fn)(void *ctx, tdb_t *db, const group_keys_t *earlier);
+
 typedef struct writer {
     tdb_batch_t *batch;
+    writer_validate_fn validate;
+    void *vctx;
     bool sync;
     bool done;
     int rc;
@@ -143,6 +159,12 @@ struct tdb {
 
     lru_cache_t *block_cache;
     table_cache_t *table_cache;
+    /* Row locks of pessimistic transactions: created on first use by the
+     * txn layer (above db), freed at close through lock_mgr_free. */
+    void *lock_mgr;
+    void (*lock_mgr_free)(void *);
+    atomic_uint_fast64_t next_txn_id;
+    size_t mem_budget;                 /* max_memory_usage, resolved */
 
     pthread_t *threads;
     int nthreads;
@@ -178,6 +200,8 @@ slice_t batch_rep(tdb_batch_t *b);
 void batch_set_seq(tdb_batch_t *b, uint64_t seq);
 uint32_t batch_count_raw(slice_t rep);
 uint64_t batch_user_bytes(const tdb_batch_t *b);
+/* Append an entry whose value is already encoded (TTL prefix included). */
+int batch_add_raw(tdb_batch_t *b, tdb_cf_t *cf, unsigned type, slice_t key, slice_t value);
 /* Families referenced by the batch (distinct). */
 int batch_cfs(const tdb_batch_t *b, tdb_cf_t ***cfs);
 
@@ -204,6 +228,14 @@ int db_rotate_wal(tdb_t *db);
 int db_switch_memtable(tdb_t *db, tdb_cf_t *cf);
 /* Apply one decoded batch to the memtables (recovery and write path). */
 int db_apply_batch(tdb_t *db, slice_t rep, uint64_t min_log_for_cf_skip);
+/* Commit a batch through the write queue with an optional validation. */
+int db_write_validated(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx);
+/* Newest committed entry of key in cf (any type, incl. deletions): 1 and its
+ * sequence, 0 if the key has no entry, <0 on error. */
+int db_latest_seq(tdb_t *db, tdb_cf_t *cf, slice_t key, uint64_t *seq);
+/* 1 if any entry with user key in [lo, hi] (NULL = unbounded) has a sequence
+ * above `since`, 0 if none, <0 on error. */
+int db_range_changed(tdb_t *db, tdb_cf_t *cf, const slice_t *lo, const slice_t *hi, uint64_t since);
 void *db_sync_thread(void *arg);
 void db_enter_exclusive(tdb_t *db, writer_t *w);
 void db_exit_exclusive(tdb_t *db, writer_t *w);
@@ -220,6 +252,23 @@ uint64_t db_new_file_number(void *ctx);
 void db_delete_obsolete_wals(tdb_t *db);
 /* Snapshot list copy (under mu) for table writers; caller frees. */
 int db_snapshot_list(tdb_t *db, uint64_t **out, int *n);
+
+/* ---- db/db_iter.c ---- */
+/* The entries of an overlay (a transaction's own writes, internal keys with
+ * sequence OVERLAY_SEQ) are always visible and shadow the database. */
+#define OVERLAY_SEQ (SEQ_MAX - 1)
+/* Iterator reading at `seq`, merged with `overlay` (may be NULL; ownership
+ * taken). */
+int db_iter_create(tdb_t *db, tdb_cf_t *cf, uint64_t seq, iter_t *overlay, tdb_iter_t **out);
+/* The merged internal iterator under a user iterator. */
+iter_t *db_iter_internal(tdb_iter_t *it);
+/* Observe the user keys an iterator passes over (SERIALIZABLE range
+ * tracking): fn(ctx, key) for seek targets and every key reached; fn(ctx,
+ * NULL, dir) when iteration runs off an end (dir +1 forward, -1 backward). */
+typedef void (*db_iter_observer_fn)(void *ctx, const slice_t *key, int dir);
+void db_iter_set_observer(tdb_iter_t *it, db_iter_observer_fn fn, void *ctx);
+/* Call fn(ctx) when the iterator is destroyed. */
+void db_iter_set_destroy_hook(tdb_iter_t *it, void (*fn)(void *), void *ctx);
 
 /* ---- db/recovery.c ---- */
 int db_recover(tdb_t *db, bool *created);

@@ -28,12 +28,30 @@ struct tdb_iter {
     int status;
     buf_t saved_key, saved_value, seek_key;
     slice_t cur_value; /* forward: user value of the current entry */
+    db_iter_observer_fn observe;
+    void *observe_ctx;
+    void (*on_destroy)(void *);
+    void *destroy_ctx;
 };
+
+/* Report the current position (or running off an end) to the observer. */
+static void observe(tdb_iter_t *it, int dir) {
+    if (!it->observe) return;
+    if (it->valid) {
+        size_t n;
+        const void *k = tdb_iter_key(it, &n);
+        slice_t s = slice_make(k, n);
+        it->observe(it->observe_ctx, &s, dir);
+    } else if (it->status == TDB_OK) {
+        it->observe(it->observe_ctx, NULL, dir);
+    }
+}
 
 /* Is the internal entry visible and what kind is it? -1 invisible, 0 deletion, 1 value. */
 static int classify(tdb_iter_t *it, slice_t ik, slice_t raw, slice_t *user_value) {
     if (!ikey_valid(ik)) return -1;
-    if (ikey_seq(ik) > it->seq) return -1;
+    uint64_t seq = ikey_seq(ik);
+    if (seq > it->seq && seq != OVERLAY_SEQ) return -1;
     unsigned t = ikey_type(ik);
     if (!kt_is_value(t)) return 0;
     return db_value_live(t, raw, it->now, user_value) ? 1 : 0;
@@ -103,26 +121,32 @@ static void find_prev_user_entry(tdb_iter_t *it) {
     }
 }
 
-int tdb_iter_create(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap, tdb_iter_t **out) {
-    int rc = db_check_cf(db, cf);
-    if (rc != TDB_OK) return rc;
-    if (!out) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_iter_create: out is NULL");
+int db_iter_create(tdb_t *db, tdb_cf_t *cf, uint64_t seq, iter_t *overlay, tdb_iter_t **out) {
+    int rc = TDB_OK;
+    iter_t **kids = NULL;
+    int n = 0, cap = 0;
     tdb_iter_t *it = (tdb_iter_t *)calloc(1, sizeof *it);
-    if (!it) return tdb_err(TDB_ERR_NOMEM, "iterator");
+    if (!it) {
+        iter_destroy(overlay);
+        return tdb_err(TDB_ERR_NOMEM, "iterator");
+    }
     it->db = db;
     it->cf = cf;
-    it->seq = snap ? tdb_snapshot_sequence(snap) : atomic_load(&db->visible_seq);
+    it->seq = seq;
     it->now = db_now_unix();
     it->sv = cf_get_sv(cf);
     if (!it->sv) {
+        iter_destroy(overlay);
         free(it);
         return tdb_err(TDB_ERR_CLOSED, "column family '%s' was dropped", cf->name);
     }
-    iter_t **kids = NULL;
-    int n = 0, cap = 0;
-    cap = it->sv->nimm + 1 + TDB_MAX_LEVELS;
+    cap = it->sv->nimm + 2 + TDB_MAX_LEVELS;
     kids = (iter_t **)malloc((size_t)cap * sizeof *kids);
-    if (!kids) RAISE(TDB_ERR_NOMEM, "iterator");
+    if (!kids) {
+        iter_destroy(overlay);
+        RAISE(TDB_ERR_NOMEM, "iterator");
+    }
+    if (overlay) kids[n++] = overlay;
     if (!(kids[n++] = memtable_iter(it->sv->mem))) RAISE(TDB_ERR_NOMEM, "iterator");
     for (int i = 0; i < it->sv->nimm; i++)
         if (!(kids[n++] = memtable_iter(it->sv->imm[i]))) RAISE(TDB_ERR_NOMEM, "iterator");
@@ -144,8 +168,28 @@ err:
     return rc;
 }
 
+int tdb_iter_create(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap, tdb_iter_t **out) {
+    int rc = db_check_cf(db, cf);
+    if (rc != TDB_OK) return rc;
+    if (!out) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_iter_create: out is NULL");
+    return db_iter_create(db, cf, snap ? tdb_snapshot_sequence(snap) : atomic_load(&db->visible_seq), NULL, out);
+}
+
+iter_t *db_iter_internal(tdb_iter_t *it) { return it->in; }
+
+void db_iter_set_destroy_hook(tdb_iter_t *it, void (*fn)(void *), void *ctx) {
+    it->on_destroy = fn;
+    it->destroy_ctx = ctx;
+}
+
+void db_iter_set_observer(tdb_iter_t *it, db_iter_observer_fn fn, void *ctx) {
+    it->observe = fn;
+    it->observe_ctx = ctx;
+}
+
 void tdb_iter_destroy(tdb_iter_t *it) {
     if (!it) return;
+    if (it->on_destroy) it->on_destroy(it->destroy_ctx);
     iter_destroy(it->in);
     sv_unref(it->sv);
     buf_free(&it->saved_key);
@@ -161,6 +205,8 @@ void tdb_iter_seek_to_first(tdb_iter_t *it) {
     buf_clear(&it->saved_key);
     iter_seek_to_first(it->in);
     find_next_user_entry(it, false);
+    if (it->observe) it->observe(it->observe_ctx, NULL, -1);
+    observe(it, 1);
 }
 
 void tdb_iter_seek_to_last(tdb_iter_t *it) {
@@ -169,6 +215,8 @@ void tdb_iter_seek_to_last(tdb_iter_t *it) {
     it->dir = DIR_REVERSE;
     iter_seek_to_last(it->in);
     find_prev_user_entry(it);
+    if (it->observe) it->observe(it->observe_ctx, NULL, 1);
+    observe(it, -1);
 }
 
 void tdb_iter_seek(tdb_iter_t *it, const void *key, size_t klen) {
@@ -177,13 +225,18 @@ void tdb_iter_seek(tdb_iter_t *it, const void *key, size_t klen) {
     it->status = TDB_OK;
     buf_clear(&it->saved_key);
     buf_clear(&it->seek_key);
-    if (ikey_append(&it->seek_key, slice_make(key, klen), it->seq, KT_SEEK) != TDB_OK) {
+    if (ikey_append(&it->seek_key, slice_make(key, klen), SEQ_MAX, KT_SEEK) != TDB_OK) {
         it->status = TDB_ERR_NOMEM;
         it->valid = false;
         return;
     }
     iter_seek(it->in, buf_slice(&it->seek_key));
     find_next_user_entry(it, false);
+    if (it->observe) {
+        slice_t t = slice_make(key, klen);
+        it->observe(it->observe_ctx, &t, 1);
+    }
+    observe(it, 1);
 }
 
 void tdb_iter_seek_for_prev(tdb_iter_t *it, const void *key, size_t klen) {
@@ -214,6 +267,7 @@ void tdb_iter_next(tdb_iter_t *it) {
         iter_next(it->in);
     }
     find_next_user_entry(it, true);
+    observe(it, 1);
 }
 
 void tdb_iter_prev(tdb_iter_t *it) {
@@ -230,6 +284,7 @@ void tdb_iter_prev(tdb_iter_t *it) {
                 it->status = iter_status(it->in);
                 buf_clear(&it->saved_key);
                 buf_clear(&it->saved_value);
+                observe(it, -1);
                 return;
             }
             if (slice_compare(ikey_user(iter_key(it->in)), buf_slice(&it->saved_key)) < 0) break;
@@ -237,6 +292,7 @@ void tdb_iter_prev(tdb_iter_t *it) {
         it->dir = DIR_REVERSE;
     }
     find_prev_user_entry(it);
+    observe(it, -1);
 }
 
 int tdb_iter_valid(const tdb_iter_t *it) { return it && it->valid; }

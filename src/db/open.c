@@ -15,8 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "db/db.h"
 #include "db/db_impl.h"
 #include "sst/sst.h"
+#include <unistd.h>
 
 /* Parse "<digits>.<ext>"; 1 on success. */
 static int file_number(const char *name, const char *ext, uint64_t *num) {
@@ -241,6 +243,7 @@ static void db_destroy(tdb_t *db) {
     free(db->snapshots);
     if (db->table_cache) table_cache_destroy(db->table_cache);
     if (db->block_cache) lru_cache_destroy(db->block_cache);
+    if (db->lock_mgr) db->lock_mgr_free(db->lock_mgr);
     if (db->lock) db->env->unlock_file(db->env, db->lock);
     if (db->log) fclose(db->log);
     pthread_mutex_destroy(&db->manifest_mu);
@@ -254,10 +257,21 @@ static void db_destroy(tdb_t *db) {
 }
 
 int tdb_open(const char *path, const tdb_config_t *cfg, tdb_t **out) {
+    return tdb_open_env(path, cfg, env_posix(), out);
+}
+
+int tdb_bg_error(tdb_t *db) {
+    pthread_mutex_lock(&db->mu);
+    int rc = db->bg_error;
+    pthread_mutex_unlock(&db->mu);
+    return rc;
+}
+
+int tdb_open_env(const char *path, const tdb_config_t *cfg, env_t *env, tdb_t **out) {
     int rc = TDB_OK;
     tdb_t *db = NULL;
     bool created = false;
-    if (!path || !*path || !out) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_open: path or out is NULL");
+    if (!path || !*path || !out || !env) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_open: path or out is NULL");
     tdb_config_t c;
     if (cfg) c = *cfg;
     else tdb_config_default(&c);
@@ -265,7 +279,7 @@ int tdb_open(const char *path, const tdb_config_t *cfg, tdb_t **out) {
     db = (tdb_t *)calloc(1, sizeof *db);
     if (!db) RAISE(TDB_ERR_NOMEM, "database");
     db->cfg = c;
-    db->env = env_posix();
+    db->env = env;
     atomic_init(&db->keep_files, true);
     pthread_mutex_init(&db->manifest_mu, NULL);
     pthread_mutex_init(&db->mu, NULL);
@@ -290,6 +304,12 @@ int tdb_open(const char *path, const tdb_config_t *cfg, tdb_t **out) {
     if (!db->block_cache) RAISE(TDB_ERR_NOMEM, "block cache");
     db->table_cache = table_cache_create(db->env, path, c.max_open_sstables, db->block_cache);
     if (!db->table_cache) RAISE(TDB_ERR_NOMEM, "table cache");
+    if (c.max_memory_usage) {
+        db->mem_budget = c.max_memory_usage;
+    } else {
+        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        db->mem_budget = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz / 2 : (size_t)1 << 30;
+    }
     db->min_sync_interval_us = c.default_cf.sync_interval_us;
     TRY(db_recover(db, &created));
     for (uint32_t i = 0; i < db->ncf_slots; i++)

@@ -142,3 +142,57 @@ int tdb_get_stats(tdb_t *db, tdb_cf_t *cf, tdb_stats_t *out) {
     out->last_sequence = atomic_load(&db->visible_seq);
     return TDB_OK;
 }
+
+int db_latest_seq(tdb_t *db, tdb_cf_t *cf, slice_t key, uint64_t *seq) {
+    superversion_t *sv = cf_get_sv(cf);
+    if (!sv) return tdb_err(TDB_ERR_CLOSED, "column family '%s' was dropped", cf->name);
+    unsigned type;
+    slice_t raw;
+    int rc = 0;
+    (void)db;
+    if (memtable_get(sv->mem, key, SEQ_MAX, &type, seq, &raw)) {
+        rc = 1;
+        goto done;
+    }
+    for (int i = 0; i < sv->nimm; i++) {
+        if (memtable_get(sv->imm[i], key, SEQ_MAX, &type, seq, &raw)) {
+            rc = 1;
+            goto done;
+        }
+    }
+    buf_t b = {0};
+    rc = version_get(sv->version, cf->db->table_cache, key, SEQ_MAX, &type, seq, &b);
+    buf_free(&b);
+done:
+    sv_unref(sv);
+    return rc;
+}
+
+int db_range_changed(tdb_t *db, tdb_cf_t *cf, const slice_t *lo, const slice_t *hi, uint64_t since) {
+    tdb_iter_t *it = NULL;
+    int rc = db_iter_create(db, cf, SEQ_MAX - 2, NULL, &it);
+    if (rc != TDB_OK) return rc;
+    iter_t *in = db_iter_internal(it);
+    buf_t seek = {0};
+    if (lo) {
+        rc = ikey_append(&seek, *lo, SEQ_MAX, KT_SEEK);
+        if (rc != TDB_OK) goto done;
+        iter_seek(in, buf_slice(&seek));
+    } else {
+        iter_seek_to_first(in);
+    }
+    rc = 0;
+    for (; iter_valid(in); iter_next(in)) {
+        slice_t ik = iter_key(in);
+        if (hi && slice_compare(ikey_user(ik), *hi) > 0) break;
+        if (ikey_seq(ik) > since) {
+            rc = 1;
+            break;
+        }
+    }
+    if (rc == 0 && iter_status(in) != TDB_OK) rc = iter_status(in);
+done:
+    buf_free(&seek);
+    tdb_iter_destroy(it);
+    return rc;
+}

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "db/db_impl.h"
+#include "util/checksum.h"
 
 #define MAX_GROUP_BYTES (1u << 20)
 #define STALL_NO_PROGRESS_LIMIT_US (30u * 1000u * 1000u)
@@ -171,12 +172,61 @@ static int note_cf(tdb_cf_t ***v, int *n, int *cap, tdb_cf_t *cf) {
     return TDB_OK;
 }
 
-/* Leader: commit the group starting at `self` (mu held on entry and exit). */
+/* Hash of (cf id, key) for group key sets. */
+static uint64_t gk_hash(uint32_t cf_id, slice_t key) {
+    uint64_t h = tdb_hash64(key.data, key.size, cf_id);
+    return h ? h : 1; /* 0 marks an empty slot */
+}
+
+int group_keys_add(group_keys_t *g, uint32_t cf_id, slice_t key) {
+    if ((g->n + 1) * 2 > g->cap) {
+        size_t ncap = g->cap ? g->cap * 2 : 64;
+        uint64_t *ns = (uint64_t *)calloc(ncap, sizeof *ns);
+        if (!ns) return tdb_err(TDB_ERR_NOMEM, "group key set");
+        for (size_t i = 0; i < g->cap; i++) {
+            if (!g->slots[i]) continue;
+            size_t j = g->slots[i] & (ncap - 1);
+            while (ns[j]) j = (j + 1) & (ncap - 1);
+            ns[j] = g->slots[i];
+        }
+        free(g->slots);
+        g->slots = ns;
+        g->cap = ncap;
+    }
+    uint64_t h = gk_hash(cf_id, key);
+    size_t j = h & (g->cap - 1);
+    while (g->slots[j] && g->slots[j] != h) j = (j + 1) & (g->cap - 1);
+    if (!g->slots[j]) {
+        g->slots[j] = h;
+        g->n++;
+    }
+    return TDB_OK;
+}
+
+int group_keys_has(const group_keys_t *g, uint32_t cf_id, slice_t key) {
+    if (!g || !g->n) return 0;
+    uint64_t h = gk_hash(cf_id, key);
+    size_t j = h & (g->cap - 1);
+    while (g->slots[j]) {
+        if (g->slots[j] == h) return 1;
+        j = (j + 1) & (g->cap - 1);
+    }
+    return 0;
+}
+
+static int gk_visit(void *ctx, uint64_t seq, const batch_entry_t *e) {
+    (void)seq;
+    return group_keys_add((group_keys_t *)ctx, e->cf_id, e->key);
+}
+
+/* Leader: commit the group starting at `self` (mu held on entry and exit;
+ * released while validating, writing the WAL and applying). */
 static void commit_group(tdb_t *db, writer_t *self) {
     tdb_cf_t **cfs = NULL;
     int ncfs = 0, capcfs = 0, n = 0, rc = TDB_OK;
     writer_t *last = self;
     size_t bytes = 0;
+    bool any_validate = false;
     /* Form the group: consecutive batch writers up to a byte budget. */
     for (writer_t *w = self; w && w->batch; w = w->next) {
         size_t sz = batch_rep(w->batch).size;
@@ -184,23 +234,39 @@ static void commit_group(tdb_t *db, writer_t *self) {
         bytes += sz;
         last = w;
         n++;
+        any_validate |= w->validate != NULL;
         tdb_cf_t **bc;
         int nb = batch_cfs(w->batch, &bc);
         for (int i = 0; i < nb && rc == TDB_OK; i++) rc = note_cf(&cfs, &ncfs, &capcfs, bc[i]);
     }
     if (rc == TDB_OK) rc = make_room(db, cfs, ncfs);
-    slice_t *payloads = rc == TDB_OK ? (slice_t *)malloc((size_t)n * sizeof *payloads) : NULL;
-    if (rc == TDB_OK && !payloads) rc = tdb_err(TDB_ERR_NOMEM, "write group");
-    int np = 0;
-    bool sync = false, dirty = false;
-    uint64_t seq = atomic_load(&db->last_seq) + 1, user_bytes = 0;
     for (writer_t *w = self; rc == TDB_OK; w = w->next) {
         tdb_cf_t **bc;
         int nb = batch_cfs(w->batch, &bc);
         w->rc = TDB_OK;
         for (int i = 0; i < nb; i++)
             if (atomic_load(&bc[i]->dropped)) w->rc = tdb_err(TDB_ERR_CLOSED, "column family '%s' was dropped", bc[i]->name);
+        if (w == last) break;
+    }
+    pthread_mutex_unlock(&db->mu);
+
+    /* Validate (in group order), then number the survivors. The leader is
+     * the only writer, and every earlier group is applied. */
+    slice_t *payloads = rc == TDB_OK ? (slice_t *)malloc((size_t)n * sizeof *payloads) : NULL;
+    if (rc == TDB_OK && !payloads) rc = tdb_err(TDB_ERR_NOMEM, "write group");
+    group_keys_t gk = {0};
+    int np = 0;
+    bool sync = false, dirty = false;
+    uint64_t seq = atomic_load(&db->last_seq) + 1, user_bytes = 0;
+    for (writer_t *w = self; rc == TDB_OK; w = w->next) {
+        if (w->rc == TDB_OK && w->validate) w->rc = w->validate(w->vctx, db, &gk);
         if (w->rc == TDB_OK) {
+            if (any_validate && w != last) {
+                int r = batch_iterate(batch_rep(w->batch), gk_visit, &gk);
+                if (r != TDB_OK) rc = r;
+            }
+            tdb_cf_t **bc;
+            int nb = batch_cfs(w->batch, &bc);
             batch_set_seq(w->batch, seq);
             seq += tdb_batch_count(w->batch);
             payloads[np++] = batch_rep(w->batch);
@@ -210,7 +276,7 @@ static void commit_group(tdb_t *db, writer_t *self) {
         }
         if (w == last) break;
     }
-    pthread_mutex_unlock(&db->mu);
+    free(gk.slots);
 
     if (rc == TDB_OK && np > 0) {
         uint64_t before = wal_writer_size(db->wal);
@@ -269,7 +335,7 @@ void db_exit_exclusive(tdb_t *db, writer_t *w) {
     pthread_cond_destroy(&w->cv);
 }
 
-int tdb_write(tdb_t *db, tdb_batch_t *b) {
+int db_write_validated(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx) {
     if (!db || !b) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_write: NULL argument");
     if (tdb_batch_count(b) == 0) return TDB_OK;
     tdb_cf_t **cfs;
@@ -277,6 +343,8 @@ int tdb_write(tdb_t *db, tdb_batch_t *b) {
     writer_t w;
     memset(&w, 0, sizeof w);
     w.batch = b;
+    w.validate = fn;
+    w.vctx = ctx;
     for (int i = 0; i < ncfs; i++) {
         int rc = db_check_cf(db, cfs[i]);
         if (rc != TDB_OK) return rc;
@@ -290,6 +358,8 @@ int tdb_write(tdb_t *db, tdb_batch_t *b) {
     pthread_cond_destroy(&w.cv);
     return w.rc;
 }
+
+int tdb_write(tdb_t *db, tdb_batch_t *b) { return db_write_validated(db, b, NULL, NULL); }
 
 /* Single-operation convenience: a one-entry batch on the stack's heap. */
 static int write_one(tdb_t *db, tdb_cf_t *cf, unsigned type, const void *key, size_t klen, const void *val,

@@ -114,13 +114,14 @@ char *skiplist_alloc(skiplist_t *s, size_t entry_size, int *height) {
 }
 
 /* Starting at `from` (< target), walk level i to the last node < target;
- * *prev gets it and *next its successor (>= target or NULL). */
-static void sl_find_level(const char *from, int i, slice_t user, uint64_t trailer, char **prev,
-                          char **next) {
+ * *prev gets it and *next its successor (>= target or NULL). `known_ge`
+ * is a node already known to be >= target (or NULL): not compared again. */
+static void sl_find_level(const char *from, int i, slice_t user, uint64_t trailer,
+                          const char *known_ge, char **prev, char **next) {
     const char *x = from;
     for (;;) {
         char *nx = sl_next(x, i);
-        if (nx && sl_cmp(nx, user, trailer) < 0) {
+        if (nx && nx != known_ge && sl_cmp(nx, user, trailer) < 0) {
             x = nx;
         } else {
             *prev = (char *)(uintptr_t)x;
@@ -145,10 +146,11 @@ void skiplist_insert(skiplist_t *s, char *e, int height) {
     }
 
     char *prev[SKIPLIST_MAX_HEIGHT], *next[SKIPLIST_MAX_HEIGHT];
-    const char *x = s->head;
+    const char *x = s->head, *ge = NULL;
     for (int i = top - 1; i >= 0; i--) {
-        sl_find_level(x, i, user, trailer, &prev[i], &next[i]);
+        sl_find_level(x, i, user, trailer, ge, &prev[i], &next[i]);
         x = prev[i];
+        ge = next[i];
     }
 
     for (int i = 0; i < height; i++) {
@@ -161,7 +163,7 @@ void skiplist_insert(skiplist_t *s, char *e, int height) {
                 break;
             }
             /* Someone linked a node after prev[i]: re-find from there. */
-            sl_find_level(prev[i], i, user, trailer, &prev[i], &next[i]);
+            sl_find_level(prev[i], i, user, trailer, NULL, &prev[i], &next[i]);
         }
     }
 }

@@ -199,6 +199,8 @@ int sst_builder_add(sst_builder_t *b, slice_t ikey, slice_t value) {
         sst_handle_t h;
         uint64_t before = b->offset;
         TRY(write_record(b, value, b->opt.compression, &h));
+        if (h.size > UINT32_MAX) RAISE(TDB_ERR_TOO_LARGE, "%s: value record of %llu bytes", b->path,
+                                       (unsigned long long)h.size);
         b->value_bytes += b->offset - before;
         char *p = ref;
         p = enc_varint64(p, h.offset);

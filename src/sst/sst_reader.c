@@ -63,6 +63,8 @@ struct sst_reader {
     idx_entry_t *idx;
     size_t nblocks;
     char *idx_keys;
+    uint64_t *idx_pfx;  /* per entry: 8 user-key bytes after idx_lcp, big-endian */
+    size_t idx_lcp;     /* user-key prefix shared by every index key */
     char *filter;
     size_t filter_size;
 };
@@ -208,12 +210,34 @@ err:
     return rc;
 }
 
-/* Index of the first block whose separator is >= target (nblocks if none). */
+/* Big-endian value of up to 8 bytes of u starting at off, zero-padded:
+ * if two such values differ, the user keys (sharing u[0, off)) compare
+ * the same way. */
+static inline uint64_t key_prefix(slice_t u, size_t off) {
+    unsigned char b[8] = {0};
+    if (u.size > off) memcpy(b, u.data + off, u.size - off < 8 ? u.size - off : 8);
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = v << 8 | b[i];
+    return v;
+}
+
+/* Index of the first block whose separator is >= target (nblocks if none).
+ * Mostly compares the compact prefix array, touching full keys on ties. */
 static size_t index_lower_bound(const sst_reader_t *r, slice_t target) {
     size_t lo = 0, hi = r->nblocks;
+    if (hi == 0) return 0;
+    slice_t tu = target.size >= IKEY_TRAILER ? ikey_user(target) : slice_make(NULL, 0);
+    int use_pfx = target.size >= IKEY_TRAILER && tu.size >= r->idx_lcp &&
+                  (r->idx_lcp == 0 || memcmp(tu.data, r->idx[0].key, r->idx_lcp) == 0);
+    uint64_t tp = use_pfx ? key_prefix(tu, r->idx_lcp) : 0;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (sst_key_cmp(slice_make(r->idx[mid].key, r->idx[mid].key_len), target) < 0)
+        int c;
+        if (use_pfx && r->idx_pfx[mid] != tp)
+            c = r->idx_pfx[mid] < tp ? -1 : 1;
+        else
+            c = sst_key_cmp(slice_make(r->idx[mid].key, r->idx[mid].key_len), target);
+        if (c < 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -302,6 +326,17 @@ static int load_index(sst_reader_t *r, slice_t blk) {
         RAISE(TDB_ERR_CORRUPTION, "%s: index has %zu blocks, properties say %llu", r->path, n,
               (unsigned long long)r->ext.num_data_blocks);
     for (size_t i = 0; i < n; i++) ents[i].key = keys.data + (size_t)(uintptr_t)ents[i].key;
+    if (n > 0) {
+        slice_t a = ikey_user(slice_make(ents[0].key, ents[0].key_len));
+        slice_t b = ikey_user(slice_make(ents[n - 1].key, ents[n - 1].key_len));
+        size_t m = a.size < b.size ? a.size : b.size, l = 0;
+        while (l < m && a.data[l] == b.data[l]) l++;
+        r->idx_lcp = l;
+        r->idx_pfx = (uint64_t *)malloc(n * sizeof *r->idx_pfx);
+        if (!r->idx_pfx) RAISE(TDB_ERR_NOMEM, "%s: index prefixes", r->path);
+        for (size_t i = 0; i < n; i++)
+            r->idx_pfx[i] = key_prefix(ikey_user(slice_make(ents[i].key, ents[i].key_len)), l);
+    }
     r->idx = ents;
     r->nblocks = n;
     r->idx_keys = keys.data;
@@ -319,6 +354,7 @@ static void reader_free(sst_reader_t *r) {
     if (r->file) env_close(r->file);
     free(r->idx);
     free(r->idx_keys);
+    free(r->idx_pfx);
     free(r->filter);
     sst_props_free(&r->props);
     free(r->path);
@@ -399,6 +435,7 @@ void sst_reader_unref(sst_reader_t *r) {
     if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) reader_free(r);
 }
 
+/* Accessors for immutable reader state. */
 const sst_props_t *sst_reader_props(const sst_reader_t *r) { return &r->props; }
 uint64_t sst_reader_file_number(const sst_reader_t *r) { return r->file_number; }
 const char *sst_reader_path(const sst_reader_t *r) { return r->path; }
@@ -570,11 +607,13 @@ static void it_skip_backward(sst_iter_t *it) {
     it_settle(it);
 }
 
+/* Positioned on an entry with no error. */
 static int it_valid(const iter_t *base) {
     const sst_iter_t *it = (const sst_iter_t *)base;
     return it->status == TDB_OK && it->ref.blk && block_iter_valid(&it->bi);
 }
 
+/* First entry of the table. */
 static void it_seek_to_first(iter_t *base) {
     sst_iter_t *it = (sst_iter_t *)base;
     it->status = TDB_OK;
@@ -583,6 +622,7 @@ static void it_seek_to_first(iter_t *base) {
     it_skip_forward(it);
 }
 
+/* Last entry of the table. */
 static void it_seek_to_last(iter_t *base) {
     sst_iter_t *it = (sst_iter_t *)base;
     it->status = TDB_OK;
@@ -591,6 +631,7 @@ static void it_seek_to_last(iter_t *base) {
     it_skip_backward(it);
 }
 
+/* First entry >= target (via the index, then the block). */
 static void it_seek(iter_t *base, slice_t target) {
     sst_iter_t *it = (sst_iter_t *)base;
     it->status = TDB_OK;
@@ -600,6 +641,7 @@ static void it_seek(iter_t *base, slice_t target) {
     it_skip_forward(it);
 }
 
+/* Next entry, crossing into the next block if needed. */
 static void it_next(iter_t *base) {
     sst_iter_t *it = (sst_iter_t *)base;
     if (!it_valid(base)) return;
@@ -607,6 +649,7 @@ static void it_next(iter_t *base) {
     it_skip_forward(it);
 }
 
+/* Previous entry, crossing into the previous block if needed. */
 static void it_prev(iter_t *base) {
     sst_iter_t *it = (sst_iter_t *)base;
     if (!it_valid(base)) return;
@@ -614,6 +657,7 @@ static void it_prev(iter_t *base) {
     it_skip_backward(it);
 }
 
+/* Current internal key, separated flag cleared. */
 static slice_t it_key(const iter_t *base) { return ((const sst_iter_t *)base)->key; }
 
 /* Value of the current entry; a separated value is read on first use. On
@@ -633,8 +677,10 @@ static slice_t it_value(const iter_t *base) {
     return buf_slice(&it->val);
 }
 
+/* TDB_OK or the error that invalidated the iterator. */
 static int it_status(const iter_t *base) { return ((const sst_iter_t *)base)->status; }
 
+/* Release the block, buffers and the reader reference. */
 static void it_destroy(iter_t *base) {
     sst_iter_t *it = (sst_iter_t *)base;
     it_release_block(it);
@@ -704,6 +750,13 @@ int sst_reader_verify(sst_reader_t *r) {
                 TRY(resolve_value(r, block_iter_value(&bi), 0, boff, &val));
                 separated++;
             }
+            if (entries == 0 && sst_key_cmp(k, buf_slice(&r->props.smallest)) != 0)
+                RAISE(TDB_ERR_CORRUPTION, "%s: first key differs from the recorded smallest key", r->path);
+            uint64_t seq = ikey_seq(k);
+            if (seq < r->props.min_seq || seq > r->props.max_seq)
+                RAISE(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: sequence %llu outside [%llu, %llu]",
+                      r->path, (unsigned long long)boff, (unsigned long long)seq,
+                      (unsigned long long)r->props.min_seq, (unsigned long long)r->props.max_seq);
             buf_clear(&prev);
             TRY(buf_append(&prev, k.data, k.size));
             entries++;
@@ -717,6 +770,8 @@ int sst_reader_verify(sst_reader_t *r) {
             RAISE(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: empty", r->path, (unsigned long long)boff);
         ref_release(r, &ref);
     }
+    if (entries > 0 && sst_key_cmp(buf_slice(&prev), buf_slice(&r->props.largest)) != 0)
+        RAISE(TDB_ERR_CORRUPTION, "%s: last key differs from the recorded largest key", r->path);
     if (entries != r->props.num_entries || separated != r->props.num_separated_values)
         RAISE(TDB_ERR_CORRUPTION, "%s: %llu entries (%llu separated), properties say %llu (%llu)", r->path,
               (unsigned long long)entries, (unsigned long long)separated,

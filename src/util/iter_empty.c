@@ -10,6 +10,7 @@
  *  - destroy() frees only heap-allocated instances; static ones are shared
  *    and never written after initialisation, so any thread may use them.
  */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "util/error.h"
@@ -37,9 +38,9 @@ static empty_iter_t g_static[EMPTY_STATIC];
 
 /* Free heap instances; static instances are left alone. */
 static void empty_destroy(iter_t *it) {
-    empty_iter_t *e = (empty_iter_t *)it;
-    if (e >= g_static && e < g_static + EMPTY_STATIC) return;
-    free(e);
+    uintptr_t p = (uintptr_t)it, lo = (uintptr_t)g_static;
+    if (p >= lo && p < lo + sizeof g_static) return;
+    free(it);
 }
 
 static const iter_ops_t g_empty_ops = {

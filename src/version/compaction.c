@@ -115,6 +115,9 @@ static compaction_t *pick_whole_level(version_t *v, int level, double score) {
         range_extend(&r, f);
         if (!compaction_push(c, 0, f, n)) goto fail;
     }
+    /* Overlaps of the whole union range, not of each file: one output table
+     * may span the gap between two inputs, so every next-level file in that
+     * gap must be an input too. */
     if (out != level && !add_overlaps(c, v, out, r, 1)) goto fail;
     return compaction_finish(c, v);
 fail:

@@ -92,8 +92,10 @@ typedef struct table_write_ctx {
     int nsnapshots;
     int bottommost;
     int64_t now_unix; /* TTL expiry reference */
-    /* out, accumulated (+=): internal key + value bytes consumed from the
-     * input, file bytes of the finished outputs. */
+    /* out, accumulated (+=): bytes_read = internal-key bytes of every input
+     * entry plus value bytes of the entries not shadowed in their stripe
+     * (shadowed values are never read); bytes_written = file bytes of the
+     * finished outputs. */
     uint64_t bytes_read, bytes_written;
 } table_write_ctx_t;
 

@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "sst/sst.h"
+#include "tidesdb/tidesdb.h"
 #include "util/iter.h"
 #include "util/slice.h"
 #include "version/table_cache.h"

@@ -67,8 +67,11 @@ void options_usage(FILE *f)
         "  --keep_db=0|1           leave the engine directories behind (0)\n"
         "  --csv=PATH              also write results as CSV\n"
         "BYTES take a K, M or G suffix (powers of 1024); counts take k or m\n"
-        "(powers of 1000).\n\nworkloads:\n%s",
+        "(powers of 1000).\n\nworkloads:\n%s\ncompiled engines:",
         workload_default_list, workload_help());
+    for (size_t i = 0; i < bench_engine_count; i++)
+        fprintf(f, " %s", bench_engines[i]->name);
+    fprintf(f, "\n");
 }
 
 /* Parse an unsigned number with an optional K/M/G suffix of base `unit`. */

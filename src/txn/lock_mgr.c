@@ -1,0 +1,673 @@
+/*
+ * txn/lock_mgr: row locks with FIFO queues and wait-for-graph deadlock
+ * detection (invariants, lock order and wake-up rules in lock_mgr.h).
+ *
+ * Data
+ *  - lk_head_t: one per locked (cf_id, key): holders list, FIFO queue of
+ *    lk_wait_t (embedded in owners). Guarded by its stripe mutex, and also
+ *    by the graph mutex while its queue is non-empty.
+ *  - lk_grant_t: one owner's hold on one head (malloc'd by the requester
+ *    before it can be granted, so hand-off never allocates).
+ *  - lock_owner_t: the acquisition log (owner thread only), the embedded
+ *    wait entry, and mutex/cond/cancel for waking.
+ * Statistics are relaxed atomics: counters only, they order nothing.
+ */
+#include "txn/lock_mgr.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/checksum.h"
+#include "util/error.h"
+
+#define LM_STRIPE_BITS 6
+#define LM_STRIPES (1u << LM_STRIPE_BITS)
+#define LM_MIN_BUCKETS 16
+
+typedef struct lk_head lk_head_t;
+
+typedef struct lk_grant {
+    lock_owner_t *owner;
+    lk_head_t *head;
+    struct lk_grant *prev, *next; /* the head's holders list */
+    int excl;
+} lk_grant_t;
+
+typedef struct lk_wait {
+    lock_owner_t *owner;
+    lk_head_t *head;              /* queued on; NULL when not queued (graph) */
+    struct lk_wait *prev, *next;  /* queue links (graph + stripe) */
+    lk_grant_t *upgrade;          /* held shared grant to make exclusive */
+    lk_grant_t *fresh;            /* new grant to link when granted */
+    int excl;                     /* mode asked */
+    int granted;                  /* set by the granter (stripe + owner mu) */
+} lk_wait_t;
+
+struct lk_head {
+    lk_head_t *hnext; /* bucket chain */
+    uint64_t hash;
+    uint32_t cf_id;
+    size_t klen;
+    lk_grant_t *holders;
+    size_t nholders;
+    int nexcl;              /* exclusive holders: 0 or 1 (then nholders == 1) */
+    lk_wait_t *qfirst, *qlast;
+    char key[];
+};
+
+typedef struct lk_stripe {
+    pthread_mutex_t mu;
+    lk_head_t **buckets;
+    size_t nbuckets; /* power of two */
+    size_t count;
+} __attribute__((aligned(64))) lk_stripe_t;
+
+typedef struct lk_rec {
+    lk_grant_t *g;
+    int upgrade; /* 0: g was created (new lock); 1: g was upgraded */
+} lk_rec_t;
+
+struct lock_mgr {
+    lk_stripe_t stripes[LM_STRIPES];
+    pthread_mutex_t graph_mu;
+    /* Under graph_mu: DFS epoch and stack. */
+    uint64_t epoch;
+    lock_owner_t **stack;
+    size_t stack_cap;
+    _Atomic uint64_t acquired, waits, deadlocks, timeouts, cancelled, held;
+    _Atomic long owners;
+};
+
+struct lock_owner {
+    lock_mgr_t *m;
+    uint64_t txn_id;
+    pthread_mutex_t mu; /* guards cancel, wait.granted; cv's mutex */
+    pthread_cond_t cv;
+    int cancel;
+    lk_wait_t wait;
+    uint64_t visit; /* DFS epoch (graph_mu) */
+    /* Owner thread only. */
+    lk_rec_t *log;
+    size_t nlog, caplog;
+    size_t nheld;
+};
+
+#define STAT_ADD(m, f, d) atomic_fetch_add_explicit(&(m)->f, (d), memory_order_relaxed)
+
+/* ------------------------------------------------------------------ */
+/* Manager and stripes                                                 */
+/* ------------------------------------------------------------------ */
+
+/* Create a manager with LM_STRIPES empty stripes. */
+lock_mgr_t *lock_mgr_create(void) {
+    lock_mgr_t *m = (lock_mgr_t *)aligned_alloc(64, (sizeof(lock_mgr_t) + 63) & ~(size_t)63);
+    if (!m) return NULL;
+    memset(m, 0, sizeof *m);
+    unsigned i = 0;
+    for (; i < LM_STRIPES; i++) {
+        lk_stripe_t *s = &m->stripes[i];
+        s->buckets = (lk_head_t **)calloc(LM_MIN_BUCKETS, sizeof *s->buckets);
+        if (!s->buckets) goto fail;
+        if (pthread_mutex_init(&s->mu, NULL) != 0) {
+            free(s->buckets);
+            goto fail;
+        }
+        s->nbuckets = LM_MIN_BUCKETS;
+    }
+    if (pthread_mutex_init(&m->graph_mu, NULL) != 0) goto fail;
+    atomic_init(&m->acquired, 0);
+    atomic_init(&m->waits, 0);
+    atomic_init(&m->deadlocks, 0);
+    atomic_init(&m->timeouts, 0);
+    atomic_init(&m->cancelled, 0);
+    atomic_init(&m->held, 0);
+    atomic_init(&m->owners, 0);
+    return m;
+fail:
+    while (i-- > 0) {
+        pthread_mutex_destroy(&m->stripes[i].mu);
+        free(m->stripes[i].buckets);
+    }
+    free(m);
+    return NULL;
+}
+
+/* Free the manager and any (leaked) heads. */
+void lock_mgr_destroy(lock_mgr_t *m) {
+    if (!m) return;
+    for (unsigned i = 0; i < LM_STRIPES; i++) {
+        lk_stripe_t *s = &m->stripes[i];
+        for (size_t b = 0; b < s->nbuckets; b++) {
+            lk_head_t *h = s->buckets[b];
+            while (h) {
+                lk_head_t *n = h->hnext;
+                free(h);
+                h = n;
+            }
+        }
+        free(s->buckets);
+        pthread_mutex_destroy(&s->mu);
+    }
+    pthread_mutex_destroy(&m->graph_mu);
+    free(m->stack);
+    free(m);
+}
+
+/* Hash of (cf_id, key). */
+static uint64_t lk_hash(uint32_t cf_id, slice_t key) {
+    return tdb_hash64(key.data, key.size, 0x9e3779b97f4a7c15ull ^ ((uint64_t)cf_id * 0xff51afd7ed558ccdull));
+}
+
+/* The stripe of a hash (top bits; buckets use the low bits). */
+static lk_stripe_t *lk_stripe(lock_mgr_t *m, uint64_t hash) { return &m->stripes[hash >> (64 - LM_STRIPE_BITS)]; }
+
+/* Find the head of (cf_id, key) in s (caller holds s->mu), or NULL. */
+static lk_head_t *lk_find(lk_stripe_t *s, uint64_t hash, uint32_t cf_id, slice_t key) {
+    for (lk_head_t *h = s->buckets[hash & (s->nbuckets - 1)]; h; h = h->hnext) {
+        if (h->hash == hash && h->cf_id == cf_id && h->klen == key.size &&
+            (key.size == 0 || memcmp(h->key, key.data, key.size) == 0))
+            return h;
+    }
+    return NULL;
+}
+
+/* Double s's bucket array when it is loaded; failure just keeps chains
+ * longer. Caller holds s->mu. */
+static void lk_maybe_grow(lk_stripe_t *s) {
+    if (s->count <= s->nbuckets * 2) return;
+    size_t nb = s->nbuckets * 2;
+    lk_head_t **nbk = (lk_head_t **)calloc(nb, sizeof *nbk);
+    if (!nbk) return;
+    for (size_t b = 0; b < s->nbuckets; b++) {
+        lk_head_t *h = s->buckets[b];
+        while (h) {
+            lk_head_t *n = h->hnext;
+            size_t i = h->hash & (nb - 1);
+            h->hnext = nbk[i];
+            nbk[i] = h;
+            h = n;
+        }
+    }
+    free(s->buckets);
+    s->buckets = nbk;
+    s->nbuckets = nb;
+}
+
+/* Create and insert an empty head (caller holds s->mu); NULL on OOM. */
+static lk_head_t *lk_head_new(lk_stripe_t *s, uint64_t hash, uint32_t cf_id, slice_t key) {
+    lk_head_t *h = (lk_head_t *)malloc(sizeof *h + key.size);
+    if (!h) return NULL;
+    memset(h, 0, sizeof *h);
+    h->hash = hash;
+    h->cf_id = cf_id;
+    h->klen = key.size;
+    if (key.size) memcpy(h->key, key.data, key.size);
+    size_t i = hash & (s->nbuckets - 1);
+    h->hnext = s->buckets[i];
+    s->buckets[i] = h;
+    s->count++;
+    lk_maybe_grow(s);
+    return h;
+}
+
+/* Unlink and free h if it has no holders and no waiters (caller holds s->mu). */
+static void lk_head_maybe_free(lk_stripe_t *s, lk_head_t *h) {
+    if (h->holders || h->qfirst) return;
+    lk_head_t **pp = &s->buckets[h->hash & (s->nbuckets - 1)];
+    while (*pp != h) pp = &(*pp)->hnext;
+    *pp = h->hnext;
+    s->count--;
+    free(h);
+}
+
+/* ------------------------------------------------------------------ */
+/* Holders and queue (caller holds the stripe mutex; plus the graph     */
+/* mutex whenever the head's queue is or becomes non-empty)             */
+/* ------------------------------------------------------------------ */
+
+/* The grant of owner o on h, or NULL. */
+static lk_grant_t *lk_holder_of(const lk_head_t *h, const lock_owner_t *o) {
+    for (lk_grant_t *g = h->holders; g; g = g->next)
+        if (g->owner == o) return g;
+    return NULL;
+}
+
+/* Link grant g (owner, mode already set) into h's holders. */
+static void lk_holder_add(lk_head_t *h, lk_grant_t *g) {
+    g->head = h;
+    g->prev = NULL;
+    g->next = h->holders;
+    if (h->holders) h->holders->prev = g;
+    h->holders = g;
+    h->nholders++;
+    if (g->excl) h->nexcl++;
+}
+
+/* Unlink grant g from its head's holders. */
+static void lk_holder_remove(lk_head_t *h, lk_grant_t *g) {
+    if (g->prev) g->prev->next = g->next;
+    else h->holders = g->next;
+    if (g->next) g->next->prev = g->prev;
+    h->nholders--;
+    if (g->excl) h->nexcl--;
+}
+
+/* Append w to h's queue, or put it at the front (upgrades). */
+static void lk_enqueue(lk_head_t *h, lk_wait_t *w, int front) {
+    w->head = h;
+    w->granted = 0;
+    if (front) {
+        w->prev = NULL;
+        w->next = h->qfirst;
+        if (h->qfirst) h->qfirst->prev = w;
+        else h->qlast = w;
+        h->qfirst = w;
+    } else {
+        w->next = NULL;
+        w->prev = h->qlast;
+        if (h->qlast) h->qlast->next = w;
+        else h->qfirst = w;
+        h->qlast = w;
+    }
+}
+
+/* Remove w from its head's queue. */
+static void lk_dequeue(lk_head_t *h, lk_wait_t *w) {
+    if (w->prev) w->prev->next = w->next;
+    else h->qfirst = w->next;
+    if (w->next) w->next->prev = w->prev;
+    else h->qlast = w->prev;
+    w->prev = w->next = NULL;
+    w->head = NULL;
+}
+
+/* Hand-off: grant the queue's longest grantable prefix, in FIFO order, and
+ * wake those waiters. Caller holds stripe + graph mutex. */
+static void lk_grant_waiters(lock_mgr_t *m, lk_head_t *h) {
+    lk_wait_t *w;
+    while ((w = h->qfirst) != NULL) {
+        if (w->upgrade) {
+            if (h->nholders != 1) break; /* the one holder is w's owner */
+            w->upgrade->excl = 1;
+            h->nexcl = 1;
+        } else if (w->excl) {
+            if (h->nholders) break;
+            w->fresh->excl = 1;
+            lk_holder_add(h, w->fresh);
+            STAT_ADD(m, held, 1);
+        } else {
+            if (h->nexcl) break;
+            w->fresh->excl = 0;
+            lk_holder_add(h, w->fresh);
+            STAT_ADD(m, held, 1);
+        }
+        lk_dequeue(h, w);
+        lock_owner_t *o = w->owner;
+        pthread_mutex_lock(&o->mu);
+        w->granted = 1;
+        pthread_cond_signal(&o->cv);
+        pthread_mutex_unlock(&o->mu);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Deadlock detection (caller holds the graph mutex)                   */
+/* ------------------------------------------------------------------ */
+
+/* Push o on the DFS stack; TDB_ERR_NOMEM if it cannot grow. */
+static int lk_push(lock_mgr_t *m, size_t *n, lock_owner_t *o) {
+    if (*n == m->stack_cap) {
+        size_t cap = m->stack_cap ? m->stack_cap * 2 : 64;
+        lock_owner_t **s = (lock_owner_t **)realloc(m->stack, cap * sizeof *s);
+        if (!s) return TDB_ERR_NOMEM;
+        m->stack = s;
+        m->stack_cap = cap;
+    }
+    m->stack[(*n)++] = o;
+    return TDB_OK;
+}
+
+/* Visit successor y of the DFS from r: 1 if y == r (cycle), push y if it is
+ * unvisited and itself waiting. */
+static int lk_visit(lock_mgr_t *m, size_t *n, lock_owner_t *r, lock_owner_t *y) {
+    if (y == r) return 1;
+    if (y->visit == m->epoch) return 0;
+    y->visit = m->epoch;
+    if (y->wait.head && lk_push(m, n, y) != TDB_OK) return TDB_ERR_NOMEM;
+    return 0;
+}
+
+/* 1 if the queued requester r can reach itself in the wait-for graph
+ * (edges in lock_mgr.h), 0 if not, TDB_ERR_NOMEM. */
+static int lk_would_deadlock(lock_mgr_t *m, lock_owner_t *r) {
+    size_t n = 0;
+    m->epoch++;
+    if (lk_push(m, &n, r) != TDB_OK) return TDB_ERR_NOMEM;
+    while (n > 0) {
+        lock_owner_t *x = m->stack[--n];
+        lk_wait_t *w = &x->wait;
+        int rc;
+        if (w->prev) {
+            if ((rc = lk_visit(m, &n, r, w->prev->owner)) != 0) return rc;
+        } else {
+            for (lk_grant_t *g = w->head->holders; g; g = g->next) {
+                if (g->owner == x) continue;
+                if ((rc = lk_visit(m, &n, r, g->owner)) != 0) return rc;
+            }
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Owners                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Create an owner with an empty log. */
+lock_owner_t *lock_owner_create(lock_mgr_t *m, uint64_t txn_id) {
+    lock_owner_t *o = (lock_owner_t *)calloc(1, sizeof *o);
+    if (!o) return NULL;
+    pthread_condattr_t ca;
+    if (pthread_condattr_init(&ca) != 0) goto fail;
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int crc = pthread_cond_init(&o->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (crc != 0) goto fail;
+    if (pthread_mutex_init(&o->mu, NULL) != 0) {
+        pthread_cond_destroy(&o->cv);
+        goto fail;
+    }
+    o->m = m;
+    o->txn_id = txn_id;
+    o->wait.owner = o;
+    atomic_fetch_add_explicit(&m->owners, 1, memory_order_relaxed);
+    return o;
+fail:
+    free(o);
+    return NULL;
+}
+
+/* Release everything, then free the owner. */
+void lock_owner_destroy(lock_owner_t *o) {
+    if (!o) return;
+    lock_release_all(o);
+    atomic_fetch_sub_explicit(&o->m->owners, 1, memory_order_relaxed);
+    free(o->log);
+    pthread_cond_destroy(&o->cv);
+    pthread_mutex_destroy(&o->mu);
+    free(o);
+}
+
+/* The owner's transaction id. */
+uint64_t lock_owner_txn_id(const lock_owner_t *o) { return o->txn_id; }
+
+/* Length of the acquisition log. */
+size_t lock_owner_count(const lock_owner_t *o) { return o->nlog; }
+
+/* Distinct locks held. */
+size_t lock_owner_held(const lock_owner_t *o) { return o->nheld; }
+
+/* Make room for one more log record (before any state change). */
+static int lk_log_reserve(lock_owner_t *o) {
+    if (o->nlog < o->caplog) return TDB_OK;
+    size_t cap = o->caplog ? o->caplog * 2 : 16;
+    lk_rec_t *l = (lk_rec_t *)realloc(o->log, cap * sizeof *l);
+    if (!l) return tdb_err(TDB_ERR_NOMEM, "lock owner log (%zu records)", cap);
+    o->log = l;
+    o->caplog = cap;
+    return TDB_OK;
+}
+
+/* Append a record (room reserved). */
+static void lk_log(lock_owner_t *o, lk_grant_t *g, int upgrade) {
+    o->log[o->nlog].g = g;
+    o->log[o->nlog].upgrade = upgrade;
+    o->nlog++;
+    if (!upgrade) o->nheld++;
+}
+
+/* Absolute CLOCK_MONOTONIC deadline timeout_us from now. */
+static struct timespec lk_deadline(int64_t timeout_us) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t sec = timeout_us / 1000000, nsec = (timeout_us % 1000000) * 1000;
+    ts.tv_sec += (time_t)sec;
+    ts.tv_nsec += (long)nsec;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+/* ------------------------------------------------------------------ */
+/* Acquire                                                             */
+/* ------------------------------------------------------------------ */
+
+/* Slow path: enqueue (after the deadlock check) and wait. Called with the
+ * stripe mutex held; returns with it released. mine: held shared grant to
+ * upgrade, or NULL. */
+static int lk_wait_for(lock_owner_t *o, lk_stripe_t *s, lk_head_t *h, lk_grant_t *mine, int excl,
+                       int64_t timeout_us) {
+    lock_mgr_t *m = o->m;
+    lk_wait_t *w = &o->wait;
+    int rc = TDB_OK;
+    if (timeout_us == 0) {
+        pthread_mutex_unlock(&s->mu);
+        STAT_ADD(m, timeouts, 1);
+        return tdb_err(TDB_ERR_TIMEOUT, "lock busy (txn %llu, try once)", (unsigned long long)o->txn_id);
+    }
+    /* A cancel that arrived while not waiting aborts this wait. */
+    pthread_mutex_lock(&o->mu);
+    int cancelled = o->cancel;
+    o->cancel = 0;
+    pthread_mutex_unlock(&o->mu);
+    if (cancelled) {
+        pthread_mutex_unlock(&s->mu);
+        STAT_ADD(m, cancelled, 1);
+        return tdb_err(TDB_ERR_ABORTED, "lock wait cancelled (txn %llu)", (unsigned long long)o->txn_id);
+    }
+    w->upgrade = mine;
+    w->excl = excl;
+    w->fresh = NULL;
+    if (!mine) {
+        w->fresh = (lk_grant_t *)calloc(1, sizeof *w->fresh);
+        if (!w->fresh) {
+            pthread_mutex_unlock(&s->mu);
+            return tdb_err(TDB_ERR_NOMEM, "lock grant");
+        }
+        w->fresh->owner = o;
+    }
+
+    pthread_mutex_lock(&m->graph_mu);
+    lk_enqueue(h, w, mine != NULL);
+    int dl = lk_would_deadlock(m, o);
+    if (dl != 0) {
+        lk_dequeue(h, w);
+        lk_grant_waiters(m, h); /* unchanged state: grants nothing; kept for safety */
+        pthread_mutex_unlock(&m->graph_mu);
+        pthread_mutex_unlock(&s->mu);
+        free(w->fresh);
+        w->fresh = NULL;
+        if (dl < 0) return tdb_err(TDB_ERR_NOMEM, "deadlock detection stack");
+        STAT_ADD(m, deadlocks, 1);
+        return tdb_err(TDB_ERR_DEADLOCK, "lock wait would deadlock (txn %llu is the victim)",
+                       (unsigned long long)o->txn_id);
+    }
+    pthread_mutex_unlock(&m->graph_mu);
+    pthread_mutex_unlock(&s->mu);
+    STAT_ADD(m, waits, 1);
+
+    struct timespec deadline;
+    if (timeout_us > 0) deadline = lk_deadline(timeout_us);
+    int granted, timed_out = 0;
+    pthread_mutex_lock(&o->mu);
+    while (!w->granted && !o->cancel && !timed_out) {
+        if (timeout_us > 0) timed_out = pthread_cond_timedwait(&o->cv, &o->mu, &deadline) == ETIMEDOUT;
+        else pthread_cond_wait(&o->cv, &o->mu);
+    }
+    granted = w->granted;
+    cancelled = !granted && o->cancel;
+    if (cancelled) o->cancel = 0;
+    pthread_mutex_unlock(&o->mu);
+
+    if (!granted) {
+        /* Leave the queue, unless a grant raced with the timeout/cancel. */
+        pthread_mutex_lock(&s->mu);
+        if (w->granted) { /* written under s->mu, so this read is ordered */
+            granted = 1;
+            if (cancelled) {
+                pthread_mutex_lock(&o->mu);
+                o->cancel = 1; /* not honoured: stays pending */
+                pthread_mutex_unlock(&o->mu);
+            }
+        } else {
+            pthread_mutex_lock(&m->graph_mu);
+            lk_dequeue(h, w);
+            lk_grant_waiters(m, h);
+            pthread_mutex_unlock(&m->graph_mu);
+            lk_head_maybe_free(s, h);
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (granted) {
+        lk_log(o, mine ? mine : w->fresh, mine != NULL);
+        w->fresh = NULL;
+        STAT_ADD(m, acquired, 1);
+        return TDB_OK;
+    }
+    free(w->fresh);
+    w->fresh = NULL;
+    if (cancelled) {
+        STAT_ADD(m, cancelled, 1);
+        rc = tdb_err(TDB_ERR_ABORTED, "lock wait cancelled (txn %llu)", (unsigned long long)o->txn_id);
+    } else {
+        STAT_ADD(m, timeouts, 1);
+        rc = tdb_err(TDB_ERR_TIMEOUT, "lock wait timed out after %lld us (txn %llu)", (long long)timeout_us,
+                     (unsigned long long)o->txn_id);
+    }
+    return rc;
+}
+
+/* Lock (cf_id, key) shared or exclusive: fast paths under the stripe mutex,
+ * else queue and wait (see lock_mgr.h). */
+int lock_acquire(lock_owner_t *o, uint32_t cf_id, slice_t key, int exclusive, int64_t timeout_us) {
+    lock_mgr_t *m = o->m;
+    int rc;
+    exclusive = exclusive != 0;
+    if ((rc = lk_log_reserve(o)) != TDB_OK) return rc;
+    uint64_t hash = lk_hash(cf_id, key);
+    lk_stripe_t *s = lk_stripe(m, hash);
+    pthread_mutex_lock(&s->mu);
+    lk_head_t *h = lk_find(s, hash, cf_id, key);
+    if (!h) {
+        h = lk_head_new(s, hash, cf_id, key);
+        if (!h) {
+            pthread_mutex_unlock(&s->mu);
+            return tdb_err(TDB_ERR_NOMEM, "lock head");
+        }
+    }
+    lk_grant_t *mine = lk_holder_of(h, o);
+    if (mine) {
+        if (!exclusive || mine->excl) { /* re-entrant: already covered */
+            pthread_mutex_unlock(&s->mu);
+            STAT_ADD(m, acquired, 1);
+            return TDB_OK;
+        }
+        if (h->nholders == 1) { /* sole holder: upgrade at once */
+            int contended = h->qfirst != NULL;
+            if (contended) pthread_mutex_lock(&m->graph_mu);
+            mine->excl = 1;
+            h->nexcl = 1;
+            if (contended) pthread_mutex_unlock(&m->graph_mu);
+            pthread_mutex_unlock(&s->mu);
+            lk_log(o, mine, 1);
+            STAT_ADD(m, acquired, 1);
+            return TDB_OK;
+        }
+        return lk_wait_for(o, s, h, mine, 1, timeout_us);
+    }
+    if (!h->qfirst && (exclusive ? h->nholders == 0 : h->nexcl == 0)) {
+        lk_grant_t *g = (lk_grant_t *)calloc(1, sizeof *g);
+        if (!g) {
+            lk_head_maybe_free(s, h);
+            pthread_mutex_unlock(&s->mu);
+            return tdb_err(TDB_ERR_NOMEM, "lock grant");
+        }
+        g->owner = o;
+        g->excl = exclusive;
+        lk_holder_add(h, g); /* queue empty: no graph mutex needed */
+        pthread_mutex_unlock(&s->mu);
+        lk_log(o, g, 0);
+        STAT_ADD(m, held, 1);
+        STAT_ADD(m, acquired, 1);
+        return TDB_OK;
+    }
+    return lk_wait_for(o, s, h, NULL, exclusive, timeout_us);
+}
+
+/* ------------------------------------------------------------------ */
+/* Release                                                             */
+/* ------------------------------------------------------------------ */
+
+/* Drop grant g (release) or make it shared (downgrade), then hand off. */
+static void lk_release_grant(lock_owner_t *o, lk_grant_t *g, int downgrade) {
+    lock_mgr_t *m = o->m;
+    lk_head_t *h = g->head;
+    lk_stripe_t *s = lk_stripe(m, h->hash);
+    pthread_mutex_lock(&s->mu);
+    int contended = h->qfirst != NULL;
+    if (contended) pthread_mutex_lock(&m->graph_mu);
+    if (downgrade) {
+        if (g->excl) {
+            g->excl = 0;
+            h->nexcl--;
+        }
+    } else {
+        lk_holder_remove(h, g);
+    }
+    if (contended) {
+        lk_grant_waiters(m, h);
+        pthread_mutex_unlock(&m->graph_mu);
+    }
+    if (!downgrade) lk_head_maybe_free(s, h);
+    pthread_mutex_unlock(&s->mu);
+    if (!downgrade) {
+        free(g);
+        o->nheld--;
+        atomic_fetch_sub_explicit(&m->held, 1, memory_order_relaxed);
+    }
+}
+
+/* Pop log records down to mark: release new locks, downgrade upgrades. */
+void lock_release_since(lock_owner_t *o, size_t mark) {
+    while (o->nlog > mark) {
+        lk_rec_t r = o->log[--o->nlog];
+        lk_release_grant(o, r.g, r.upgrade);
+    }
+}
+
+/* Release every lock (log order reversed). */
+void lock_release_all(lock_owner_t *o) { lock_release_since(o, 0); }
+
+/* Flag the owner's wait as cancelled and wake it. */
+void lock_cancel_wait(lock_owner_t *o) {
+    pthread_mutex_lock(&o->mu);
+    o->cancel = 1;
+    pthread_cond_signal(&o->cv);
+    pthread_mutex_unlock(&o->mu);
+}
+
+/* Snapshot the counters. */
+void lock_mgr_stats(lock_mgr_t *m, lock_stats_t *out) {
+    out->acquired = atomic_load_explicit(&m->acquired, memory_order_relaxed);
+    out->waits = atomic_load_explicit(&m->waits, memory_order_relaxed);
+    out->deadlocks = atomic_load_explicit(&m->deadlocks, memory_order_relaxed);
+    out->timeouts = atomic_load_explicit(&m->timeouts, memory_order_relaxed);
+    out->cancelled = atomic_load_explicit(&m->cancelled, memory_order_relaxed);
+    out->held = atomic_load_explicit(&m->held, memory_order_relaxed);
+}

@@ -1,0 +1,143 @@
+/*
+ * txn/lock_mgr: pessimistic row locks (shared / exclusive) on (cf_id, key),
+ * with FIFO wait queues, upgrades, deadlock detection on the wait-for
+ * graph, timeouts, cancellation and savepoint undo. Keys need not exist.
+ * Design notes: docs/design/locks.md.
+ *
+ * Model
+ *  - A lock head exists per (cf_id, key) that has a holder or a waiter; it
+ *    lives in one of LM_STRIPES stripes (chosen by the key's hash), each a
+ *    hash table guarded by the stripe mutex. A head is freed as soon as it
+ *    has neither holders nor waiters.
+ *  - A head's holders are either any number of shared grants or exactly one
+ *    exclusive grant. Each owner holds a head at most once (re-entrant
+ *    requests change nothing, or upgrade shared -> exclusive).
+ *  - Waiters form a FIFO queue per head. A new request that is not
+ *    re-entrant queues whenever the queue is non-empty, even if it is
+ *    compatible with the holders (so a waiting writer is not starved by a
+ *    stream of readers). An upgrade (holder asking exclusive) goes to the
+ *    front: nothing behind it could be granted before it anyway.
+ *  - Hand-off: whoever changes a head (release, downgrade, a waiter
+ *    leaving) grants the longest prefix of the queue that is compatible,
+ *    moving those waiters to the holders and signalling them. So a queued
+ *    waiter is always genuinely blocked: the queue's front is never
+ *    grantable once the stripe mutex is released.
+ *  - Each owner waits for at most one head at a time; its wait entry is
+ *    embedded in the owner.
+ *
+ * Wait-for graph and deadlock detection
+ *  - Edges: a waiter -> the waiter just ahead of it in its queue, or, for
+ *    the queue front, -> every holder of the head except itself. (Everyone
+ *    in a queue transitively waits for all holders; this reduced edge set
+ *    has the same reachability as "all holders + all waiters ahead".)
+ *  - The graph is exact, not a stale copy: a head with a non-empty queue
+ *    ("contended") is mutated only while holding BOTH its stripe mutex and
+ *    the global graph mutex, and the detector only reads heads that have
+ *    waiters, under the graph mutex. Owner fields wait.head / wait.prev /
+ *    visit are guarded by the graph mutex.
+ *  - Only a requester about to enqueue adds edges out of itself; grants and
+ *    departures only remove or re-point edges to nodes already reachable.
+ *    So the graph is acyclic whenever the graph mutex is free, and the
+ *    requester's DFS (from itself, under the graph mutex) finds exactly the
+ *    cycles it would close: it is the one victim (TDB_ERR_DEADLOCK, nothing
+ *    enqueued, its held locks untouched).
+ *
+ * Locks and lock order (never the reverse)
+ *    stripe mutex (one at a time)  ->  graph mutex  ->  owner mutex
+ *  - The graph mutex is taken only on the slow path: enqueue, and any change
+ *    to a contended head. Uncontended acquire/release take one stripe mutex.
+ *  - The owner mutex guards the owner's `granted` flag, `cancel` flag and is
+ *    the mutex of its condition variable. A waiter sleeps holding nothing
+ *    but its owner mutex. Granters set `granted` and signal under the
+ *    owner mutex; lock_cancel_wait sets `cancel` and signals under it.
+ *
+ * Who wakes whom
+ *  - The thread that makes a queued request grantable (release, downgrade,
+ *    a front waiter timing out / being cancelled) grants it and signals that
+ *    waiter's owner condition. lock_cancel_wait signals the owner it names.
+ *    Timeouts wake themselves (CLOCK_MONOTONIC timed wait). A waiter that
+ *    wakes un-granted removes itself from the queue under stripe + graph
+ *    (and hands off to whoever is then grantable); a grant that raced with
+ *    its timeout or cancel wins (TDB_OK).
+ *
+ * Threading contract
+ *  - lock_mgr_* and lock_cancel_wait are thread-safe. An owner's other
+ *    functions are called by one thread at a time (its transaction's).
+ *  - lock_owner_destroy releases everything; lock_mgr_destroy requires that
+ *    every owner has been destroyed.
+ */
+#ifndef TDB_TXN_LOCK_MGR_H
+#define TDB_TXN_LOCK_MGR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/slice.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct lock_mgr lock_mgr_t;
+typedef struct lock_owner lock_owner_t; /* one per transaction */
+
+/* Striped hash of lock heads; NULL on OOM. */
+lock_mgr_t *lock_mgr_create(void);
+/* Free the manager; every owner must have been destroyed first. */
+void lock_mgr_destroy(lock_mgr_t *m);
+
+/* A lock owner (one per transaction); NULL on OOM. */
+lock_owner_t *lock_owner_create(lock_mgr_t *m, uint64_t txn_id);
+/* Release everything the owner holds and free it. Must not be waiting. */
+void lock_owner_destroy(lock_owner_t *o);
+/* The txn_id the owner was created with. */
+uint64_t lock_owner_txn_id(const lock_owner_t *o);
+
+/* Shared (exclusive = 0) or exclusive lock on (cf_id, key), also for keys
+ * that do not exist. Re-entrant: asking again for a mode already covered
+ * (shared or exclusive held, shared asked; exclusive held, exclusive asked)
+ * returns TDB_OK at once and records nothing. A shared holder asking
+ * exclusive upgrades (waits for the other sharers).
+ * Waits up to timeout_us: 0 = try once, < 0 = no limit; TDB_ERR_TIMEOUT.
+ * Before waiting, checks the wait-for graph: if waiting would close a
+ * cycle, returns TDB_ERR_DEADLOCK at once (the requester is the victim; its
+ * held locks stay). A pending or concurrent lock_cancel_wait makes a wait
+ * return TDB_ERR_ABORTED. TDB_ERR_NOMEM. Waiters are served FIFO (upgrades
+ * first). */
+int lock_acquire(lock_owner_t *o, uint32_t cf_id, slice_t key, int exclusive, int64_t timeout_us);
+
+/* Acquisitions recorded so far (new locks and upgrades; re-entrant no-ops
+ * are not recorded): a savepoint mark for lock_release_since. */
+size_t lock_owner_count(const lock_owner_t *o);
+/* Number of distinct locks the owner holds. */
+size_t lock_owner_held(const lock_owner_t *o);
+
+/* Undo acquisitions recorded after the count was `mark` (rollback to
+ * savepoint): locks first taken after the mark are released; an upgrade
+ * made after the mark is downgraded back to shared. Wakes waiters that
+ * become grantable. mark >= count: nothing. */
+void lock_release_since(lock_owner_t *o, size_t mark);
+/* Release every lock of the owner (count becomes 0). */
+void lock_release_all(lock_owner_t *o);
+
+/* From any thread: the owner's current wait, or if it is not waiting its
+ * next wait, returns TDB_ERR_ABORTED (once). A wait that was granted before
+ * the cancel took effect returns TDB_OK and leaves the cancel pending.
+ * Acquisitions that need no wait do not consume it. */
+void lock_cancel_wait(lock_owner_t *o);
+
+typedef struct lock_stats {
+    uint64_t acquired;  /* lock_acquire calls that returned TDB_OK */
+    uint64_t waits;     /* acquisitions that had to wait (enqueued) */
+    uint64_t deadlocks; /* TDB_ERR_DEADLOCK returned */
+    uint64_t timeouts;  /* TDB_ERR_TIMEOUT returned (incl. try-once) */
+    uint64_t cancelled; /* TDB_ERR_ABORTED returned */
+    uint64_t held;      /* (owner, lock) pairs held right now */
+} lock_stats_t;
+/* Counters since create (held: current). Thread-safe. */
+void lock_mgr_stats(lock_mgr_t *m, lock_stats_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,552 @@
+/*
+ * txn: multi-version transactions on top of the db layer.
+ *
+ * Invariants
+ *  1. A transaction's writes live only in its private write buffer (wbuf)
+ *     until commit, which turns them into one batch (one WAL record): a
+ *     commit is atomic across column families, also after a crash.
+ *  2. Reads at REPEATABLE_READ and stronger use a snapshot registered with
+ *     the database at begin, so compaction keeps every version they can see
+ *     until the transaction ends.
+ *  3. Conflict checks run in the write leader (db_write_validated) after
+ *     every earlier commit is applied and before this commit gets sequence
+ *     numbers: "changed after my snapshot" means a committed entry of the
+ *     key with a sequence above snap_seq, or a write of an earlier member of
+ *     the same commit group. Commit order is the serialization order.
+ *  4. A finished transaction (committed, rolled back, failed) accepts only
+ *     reset and free; everything else returns TDB_ERR_INVALID_ARG.
+ *  5. Row locks (pessimistic) are taken before the buffered write and held
+ *     until the transaction ends or rolls back past the savepoint that
+ *     preceded them.
+ * One transaction is used by one thread at a time; tdb_txn_cancel_wait is
+ * the only call allowed from another thread.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/db_impl.h"
+#include "txn/lock_mgr.h"
+#include "txn/wbuf.h"
+
+enum { TXN_ACTIVE, TXN_COMMITTED, TXN_ROLLED_BACK, TXN_FAILED };
+
+typedef struct txn_range {
+    uint32_t cf_id;
+    tdb_cf_t *cf;
+    buf_t lo, hi;
+    bool lo_inf, hi_inf, empty;
+} txn_range_t;
+
+typedef struct savepoint {
+    char *name;
+    uint64_t wb_mark;
+    size_t lock_mark;
+} savepoint_t;
+
+struct tdb_txn {
+    tdb_t *db;
+    tdb_txn_options_t opts;
+    int state;
+    uint64_t id;
+    tdb_snapshot_t *snap;
+    uint64_t snap_seq;
+    wbuf_t *wb;
+    lock_owner_t *locks;
+    tdb_cf_t **cfs; /* families written, for building the commit batch */
+    int ncfs, capcfs;
+    buf_t reads;    /* tracked reads: fixed32 cf id, lenprefixed key */
+    txn_range_t **ranges;
+    int nranges, capranges;
+    savepoint_t *sps;
+    int nsps, capsps;
+    int open_iters;
+};
+
+void tdb_txn_options_default(tdb_txn_options_t *o) {
+    memset(o, 0, sizeof *o);
+    o->isolation = TDB_ISO_SNAPSHOT;
+    o->lock_timeout_ms = 5000;
+}
+
+/* Does this level read from a snapshot taken at begin? */
+static bool uses_snapshot(const tdb_txn_t *t) { return t->opts.isolation >= TDB_ISO_REPEATABLE_READ; }
+/* Are buffered writes checked for write-write conflicts at commit? */
+static bool checks_writes(const tdb_txn_t *t) { return t->opts.isolation >= TDB_ISO_SNAPSHOT && !t->opts.pessimistic; }
+static bool serializable(const tdb_txn_t *t) { return t->opts.isolation == TDB_ISO_SERIALIZABLE; }
+
+/* Check a transaction is usable for reads or writes. */
+static int check_active(const tdb_txn_t *t) {
+    if (!t) return tdb_err(TDB_ERR_INVALID_ARG, "transaction handle is NULL");
+    if (t->state == TXN_ACTIVE) return TDB_OK;
+    static const char *names[] = {"active", "committed", "rolled back", "failed"};
+    return tdb_err(TDB_ERR_INVALID_ARG, "transaction is %s: reset or free it", names[t->state]);
+}
+
+/* Release everything the transaction holds for its current run. */
+static void txn_end(tdb_txn_t *t, int state) {
+    if (t->locks) lock_release_all(t->locks);
+    if (t->snap) tdb_snapshot_release(t->db, t->snap);
+    t->snap = NULL;
+    wbuf_clear(t->wb);
+    buf_clear(&t->reads);
+    for (int i = 0; i < t->nranges; i++) {
+        buf_free(&t->ranges[i]->lo);
+        buf_free(&t->ranges[i]->hi);
+        free(t->ranges[i]);
+    }
+    t->nranges = 0;
+    for (int i = 0; i < t->nsps; i++) free(t->sps[i].name);
+    t->nsps = 0;
+    t->ncfs = 0;
+    t->state = state;
+}
+
+static void free_lock_mgr(void *m) { lock_mgr_destroy((lock_mgr_t *)m); }
+
+/* The database's lock manager, created on first use. */
+static lock_mgr_t *txn_lock_mgr(tdb_t *db) {
+    pthread_mutex_lock(&db->mu);
+    if (!db->lock_mgr) {
+        db->lock_mgr = lock_mgr_create();
+        db->lock_mgr_free = free_lock_mgr;
+    }
+    lock_mgr_t *m = (lock_mgr_t *)db->lock_mgr;
+    pthread_mutex_unlock(&db->mu);
+    return m;
+}
+
+/* Start a run of the transaction with the given options. */
+static int txn_start(tdb_txn_t *t, const tdb_txn_options_t *opts) {
+    tdb_txn_options_t o;
+    if (opts) o = *opts;
+    else tdb_txn_options_default(&o);
+    if (o.isolation < TDB_ISO_READ_UNCOMMITTED || o.isolation > TDB_ISO_SERIALIZABLE)
+        return tdb_err(TDB_ERR_INVALID_ARG, "unknown isolation level %d", o.isolation);
+    if (o.lock_timeout_ms < 0) return tdb_err(TDB_ERR_INVALID_ARG, "negative lock timeout");
+    if (o.max_bytes == 0) o.max_bytes = t->db->mem_budget / 4;
+    t->opts = o;
+    t->id = atomic_fetch_add(&t->db->next_txn_id, 1) + 1;
+    if (o.pessimistic && !t->locks) {
+        lock_mgr_t *m = txn_lock_mgr(t->db);
+        if (!m) return tdb_err(TDB_ERR_NOMEM, "lock manager");
+        t->locks = lock_owner_create(m, t->id);
+        if (!t->locks) return tdb_err(TDB_ERR_NOMEM, "lock owner");
+    }
+    if (uses_snapshot(t)) {
+        t->snap = tdb_snapshot_create(t->db);
+        if (!t->snap) return tdb_err(TDB_ERR_NOMEM, "snapshot");
+        t->snap_seq = tdb_snapshot_sequence(t->snap);
+    } else {
+        t->snap_seq = atomic_load(&t->db->visible_seq);
+    }
+    t->state = TXN_ACTIVE;
+    return TDB_OK;
+}
+
+int tdb_txn_begin(tdb_t *db, const tdb_txn_options_t *opts, tdb_txn_t **out) {
+    if (!db || !out) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_txn_begin: NULL argument");
+    tdb_txn_t *t = (tdb_txn_t *)calloc(1, sizeof *t);
+    if (!t) return tdb_err(TDB_ERR_NOMEM, "transaction");
+    t->db = db;
+    t->wb = wbuf_create();
+    int rc = t->wb ? txn_start(t, opts) : tdb_err(TDB_ERR_NOMEM, "write buffer");
+    if (rc != TDB_OK) {
+        t->state = TXN_FAILED;
+        tdb_txn_free(t);
+        return rc;
+    }
+    *out = t;
+    return TDB_OK;
+}
+
+int tdb_txn_reset(tdb_txn_t *t, const tdb_txn_options_t *opts) {
+    if (!t) return tdb_err(TDB_ERR_INVALID_ARG, "transaction handle is NULL");
+    if (t->open_iters) return tdb_err(TDB_ERR_INVALID_ARG, "destroy the transaction's iterators first");
+    if (t->state == TXN_ACTIVE) txn_end(t, TXN_ROLLED_BACK);
+    if (t->locks && !(opts && opts->pessimistic)) {
+        lock_owner_destroy(t->locks);
+        t->locks = NULL;
+    }
+    return txn_start(t, opts);
+}
+
+void tdb_txn_free(tdb_txn_t *t) {
+    if (!t) return;
+    if (t->state == TXN_ACTIVE || t->snap) txn_end(t, TXN_ROLLED_BACK);
+    if (t->locks) lock_owner_destroy(t->locks);
+    if (t->wb) wbuf_destroy(t->wb);
+    buf_free(&t->reads);
+    free(t->ranges);
+    free(t->sps);
+    free(t->cfs);
+    free(t);
+}
+
+void tdb_txn_cancel_wait(tdb_txn_t *t) {
+    if (t && t->locks) lock_cancel_wait(t->locks);
+}
+
+uint64_t tdb_txn_snapshot_sequence(const tdb_txn_t *t) { return t ? t->snap_seq : 0; }
+
+/* Remember a family the transaction writes. */
+static int note_cf(tdb_txn_t *t, tdb_cf_t *cf) {
+    for (int i = 0; i < t->ncfs; i++)
+        if (t->cfs[i] == cf) return TDB_OK;
+    if (t->ncfs == t->capcfs) {
+        int n = t->capcfs ? t->capcfs * 2 : 4;
+        tdb_cf_t **p = (tdb_cf_t **)realloc(t->cfs, (size_t)n * sizeof *p);
+        if (!p) return tdb_err(TDB_ERR_NOMEM, "transaction");
+        t->cfs = p;
+        t->capcfs = n;
+    }
+    t->cfs[t->ncfs++] = cf;
+    return TDB_OK;
+}
+
+/* Record a read for commit-time validation. */
+static int track_read(tdb_txn_t *t, tdb_cf_t *cf, slice_t key) {
+    int rc = put_fixed32(&t->reads, cf->id);
+    if (rc == TDB_OK) rc = put_lenprefixed(&t->reads, key);
+    return rc;
+}
+
+/* Pessimistic: lock the key; at SNAPSHOT and above, fail if it changed
+ * after the snapshot (the lock came too late to protect it). */
+static int lock_key(tdb_txn_t *t, tdb_cf_t *cf, slice_t key, int exclusive) {
+    int64_t us = t->opts.lock_timeout_ms * 1000;
+    int rc = lock_acquire(t->locks, cf->id, key, exclusive, us);
+    if (rc != TDB_OK) return rc;
+    if (t->opts.isolation >= TDB_ISO_SNAPSHOT) {
+        uint64_t seq;
+        int r = db_latest_seq(t->db, cf, key, &seq);
+        if (r < 0) return r;
+        if (r == 1 && seq > t->snap_seq)
+            return tdb_err(TDB_ERR_CONFLICT, "key changed after the transaction's snapshot");
+    }
+    return TDB_OK;
+}
+
+/* Buffer one write. */
+static int txn_write(tdb_txn_t *t, tdb_cf_t *cf, unsigned type, const void *key, size_t klen, const void *val,
+                     size_t vlen, int64_t ttl) {
+    int rc = check_active(t);
+    if (rc != TDB_OK) return rc;
+    TRY(db_check_cf(t->db, cf));
+    if (t->opts.read_only) RAISE(TDB_ERR_INVALID_ARG, "write in a read-only transaction");
+    if (!key || klen == 0) RAISE(TDB_ERR_INVALID_ARG, "empty key");
+    if (klen > TDB_MAX_KEY_SIZE) RAISE(TDB_ERR_TOO_LARGE, "key of %zu bytes exceeds %u", klen, TDB_MAX_KEY_SIZE);
+    if (vlen > TDB_MAX_VALUE_SIZE) RAISE(TDB_ERR_TOO_LARGE, "value of %zu bytes exceeds %u", vlen, TDB_MAX_VALUE_SIZE);
+    if (vlen && !val) RAISE(TDB_ERR_INVALID_ARG, "value is NULL with length %zu", vlen);
+    if (ttl < 0) RAISE(TDB_ERR_INVALID_ARG, "negative ttl");
+    if (wbuf_bytes(t->wb) + klen + vlen > t->opts.max_bytes)
+        RAISE(TDB_ERR_TOO_LARGE, "transaction exceeds its %zu-byte budget", t->opts.max_bytes);
+    slice_t k = slice_make(key, klen);
+    if (t->locks) TRY(lock_key(t, cf, k, 1));
+    TRY(note_cf(t, cf));
+    if (type == KT_PUT && ttl > 0) {
+        buf_t v = {0};
+        rc = put_fixed64(&v, (uint64_t)(db_now_unix() + ttl));
+        if (rc == TDB_OK) rc = buf_append(&v, val, vlen);
+        if (rc == TDB_OK) rc = wbuf_put(t->wb, cf->id, k, KT_PUT_TTL, buf_slice(&v));
+        buf_free(&v);
+        return rc;
+    }
+    return wbuf_put(t->wb, cf->id, k, type, slice_make(val, vlen));
+err:
+    return rc;
+}
+
+int tdb_txn_put(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t klen, const void *val, size_t vlen,
+                int64_t ttl_seconds) {
+    return txn_write(t, cf, KT_PUT, key, klen, val, vlen, ttl_seconds);
+}
+
+int tdb_txn_delete(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t klen) {
+    return txn_write(t, cf, KT_DELETE, key, klen, NULL, 0, 0);
+}
+
+/* Read through the transaction; `latest` reads committed data (locking reads). */
+static int txn_read(tdb_txn_t *t, tdb_cf_t *cf, slice_t key, bool latest, void **val, size_t *vlen) {
+    unsigned type;
+    slice_t raw, v;
+    if (wbuf_get(t->wb, cf->id, key, &type, &raw)) {
+        if (!kt_is_value(type) || !db_value_live(type, raw, db_now_unix(), &v)) return TDB_ERR_NOT_FOUND;
+        char *p = (char *)malloc(v.size ? v.size : 1);
+        if (!p) return tdb_err(TDB_ERR_NOMEM, "value");
+        if (v.size) memcpy(p, v.data, v.size);
+        *val = p;
+        *vlen = v.size;
+        return TDB_OK;
+    }
+    const tdb_snapshot_t *s = (latest || !uses_snapshot(t)) ? NULL : t->snap;
+    return tdb_get(t->db, cf, s, key.data, key.size, val, vlen);
+}
+
+int tdb_txn_get(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t klen, void **val, size_t *vlen) {
+    int rc = check_active(t);
+    if (rc != TDB_OK) return rc;
+    if ((rc = db_check_cf(t->db, cf)) != TDB_OK) return rc;
+    if (!key || klen == 0 || !val || !vlen) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_txn_get: bad argument");
+    slice_t k = slice_make(key, klen);
+    if (serializable(t) && !t->opts.read_only && t->locks && (rc = lock_key(t, cf, k, 0)) != TDB_OK) return rc;
+    rc = txn_read(t, cf, k, false, val, vlen);
+    if ((rc == TDB_OK || rc == TDB_ERR_NOT_FOUND) && serializable(t) && !t->locks) {
+        int r = track_read(t, cf, k);
+        if (r != TDB_OK) {
+            if (rc == TDB_OK) tdb_free(*val);
+            return r;
+        }
+    }
+    return rc;
+}
+
+int tdb_txn_get_for_update(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t klen, int exclusive, void **val,
+                           size_t *vlen) {
+    int rc = check_active(t);
+    if (rc != TDB_OK) return rc;
+    if ((rc = db_check_cf(t->db, cf)) != TDB_OK) return rc;
+    if (!key || klen == 0 || !val || !vlen) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_txn_get_for_update: bad argument");
+    slice_t k = slice_make(key, klen);
+    if (t->locks) {
+        if ((rc = lock_key(t, cf, k, exclusive)) != TDB_OK) return rc;
+        /* Locking reads of the weaker levels see the latest committed row. */
+        return txn_read(t, cf, k, t->opts.isolation < TDB_ISO_SNAPSHOT, val, vlen);
+    }
+    rc = txn_read(t, cf, k, false, val, vlen);
+    if ((rc == TDB_OK || rc == TDB_ERR_NOT_FOUND) && t->opts.isolation >= TDB_ISO_SNAPSHOT) {
+        int r = track_read(t, cf, k);
+        if (r != TDB_OK) {
+            if (rc == TDB_OK) tdb_free(*val);
+            return r;
+        }
+    }
+    return rc;
+}
+
+/* SERIALIZABLE scans: widen the iterator's range record to cover what it read. */
+static void range_observe(void *ctx, const slice_t *key, int dir) {
+    txn_range_t *r = (txn_range_t *)ctx;
+    if (dir == 0) return;
+    if (!key) {
+        if (dir > 0) r->hi_inf = true;
+        else r->lo_inf = true;
+        return;
+    }
+    if (r->empty) {
+        buf_append(&r->lo, key->data, key->size);
+        buf_append(&r->hi, key->data, key->size);
+        r->empty = false;
+        return;
+    }
+    if (!r->lo_inf && slice_compare(*key, buf_slice(&r->lo)) < 0) {
+        buf_clear(&r->lo);
+        buf_append(&r->lo, key->data, key->size);
+    }
+    if (!r->hi_inf && slice_compare(*key, buf_slice(&r->hi)) > 0) {
+        buf_clear(&r->hi);
+        buf_append(&r->hi, key->data, key->size);
+    }
+}
+
+/* A transaction iterator went away. */
+static void iter_closed(void *ctx) { ((tdb_txn_t *)ctx)->open_iters--; }
+
+int tdb_txn_iter_create(tdb_txn_t *t, tdb_cf_t *cf, tdb_iter_t **out) {
+    int rc = check_active(t);
+    if (rc != TDB_OK) return rc;
+    if ((rc = db_check_cf(t->db, cf)) != TDB_OK) return rc;
+    if (!out) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_txn_iter_create: out is NULL");
+    txn_range_t *r = NULL;
+    if (serializable(t)) {
+        if (t->nranges == t->capranges) {
+            int n = t->capranges ? t->capranges * 2 : 4;
+            txn_range_t **p = (txn_range_t **)realloc(t->ranges, (size_t)n * sizeof *p);
+            if (!p) return tdb_err(TDB_ERR_NOMEM, "transaction");
+            t->ranges = p;
+            t->capranges = n;
+        }
+        r = (txn_range_t *)calloc(1, sizeof *r);
+        if (!r) return tdb_err(TDB_ERR_NOMEM, "transaction");
+        r->cf = cf;
+        r->cf_id = cf->id;
+        r->empty = true;
+        t->ranges[t->nranges++] = r;
+    }
+    iter_t *overlay = wbuf_iter(t->wb, cf->id);
+    if (!overlay) return tdb_err(TDB_ERR_NOMEM, "transaction iterator");
+    uint64_t seq = uses_snapshot(t) ? t->snap_seq : atomic_load(&t->db->visible_seq);
+    rc = db_iter_create(t->db, cf, seq, overlay, out);
+    if (rc != TDB_OK) return rc;
+    if (r) db_iter_set_observer(*out, range_observe, r);
+    db_iter_set_destroy_hook(*out, iter_closed, t);
+    t->open_iters++;
+    return TDB_OK;
+}
+
+typedef struct build_ctx {
+    tdb_txn_t *t;
+    tdb_batch_t *b;
+} build_ctx_t;
+
+/* Find the written family with this id. */
+static tdb_cf_t *txn_cf(const tdb_txn_t *t, uint32_t id) {
+    for (int i = 0; i < t->ncfs; i++)
+        if (t->cfs[i]->id == id) return t->cfs[i];
+    return NULL;
+}
+
+static int build_entry(void *ctx, uint32_t cf_id, slice_t key, unsigned type, slice_t value) {
+    build_ctx_t *c = (build_ctx_t *)ctx;
+    tdb_cf_t *cf = txn_cf(c->t, cf_id);
+    if (!cf) return tdb_err(TDB_ERR_INVALID_ARG, "write to an unknown column family");
+    return batch_add_raw(c->b, cf, type, key, value);
+}
+
+typedef struct validate_ctx {
+    tdb_txn_t *t;
+    const group_keys_t *earlier;
+} validate_ctx_t;
+
+/* Has (cf, key) changed after the snapshot (or in the commit group)? */
+static int key_changed(validate_ctx_t *v, tdb_cf_t *cf, uint32_t cf_id, slice_t key) {
+    if (group_keys_has(v->earlier, cf_id, key)) return 1;
+    uint64_t seq;
+    int r = db_latest_seq(v->t->db, cf, key, &seq);
+    if (r < 0) return r;
+    return r == 1 && seq > v->t->snap_seq;
+}
+
+static int check_written(void *ctx, uint32_t cf_id, slice_t key, unsigned type, slice_t value) {
+    (void)type;
+    (void)value;
+    validate_ctx_t *v = (validate_ctx_t *)ctx;
+    int r = key_changed(v, txn_cf(v->t, cf_id), cf_id, key);
+    if (r < 0) return r;
+    return r ? tdb_err(TDB_ERR_CONFLICT, "write-write conflict: a key was committed after the snapshot") : TDB_OK;
+}
+
+/* The commit-time check (see invariant 3). */
+static int validate(void *ctx, tdb_t *db, const group_keys_t *earlier) {
+    tdb_txn_t *t = (tdb_txn_t *)ctx;
+    validate_ctx_t v = {t, earlier};
+    int rc = TDB_OK;
+    (void)db;
+    if (checks_writes(t)) {
+        rc = wbuf_foreach(t->wb, check_written, &v);
+        if (rc != TDB_OK) return rc;
+    }
+    const char *p = t->reads.data, *end = t->reads.data + t->reads.size;
+    while (p < end) {
+        uint32_t cf_id = dec_fixed32(p);
+        slice_t key;
+        p = dec_lenprefixed(p + 4, end, &key);
+        if (!p) return tdb_err(TDB_ERR_CORRUPTION, "transaction read set");
+        tdb_cf_t *cf = cf_by_id(t->db, cf_id);
+        if (!cf || atomic_load(&cf->dropped)) continue;
+        int r = key_changed(&v, cf, cf_id, key);
+        if (r < 0) return r;
+        if (r) return tdb_err(TDB_ERR_CONFLICT, "a key this transaction read was committed after its snapshot");
+    }
+    for (int i = 0; i < t->nranges; i++) {
+        txn_range_t *r = t->ranges[i];
+        if (r->empty && !r->lo_inf && !r->hi_inf) continue;
+        if (atomic_load(&r->cf->dropped)) continue;
+        /* Writes of earlier group members are not yet visible to a range
+         * check: be conservative. */
+        if (earlier && earlier->n) return tdb_err(TDB_ERR_CONFLICT, "a range this transaction read may have changed");
+        slice_t lo = buf_slice(&r->lo), hi = buf_slice(&r->hi);
+        int c = db_range_changed(t->db, r->cf, r->lo_inf ? NULL : &lo, r->hi_inf ? NULL : &hi, t->snap_seq);
+        if (c < 0) return c;
+        if (c) return tdb_err(TDB_ERR_CONFLICT, "a range this transaction read changed after its snapshot");
+    }
+    return TDB_OK;
+}
+
+int tdb_txn_commit(tdb_txn_t *t) {
+    int rc = check_active(t);
+    if (rc != TDB_OK) return rc;
+    if (t->open_iters) return tdb_err(TDB_ERR_INVALID_ARG, "destroy the transaction's iterators first");
+    bool check_reads = t->reads.size || t->nranges;
+    if (wbuf_count(t->wb) == 0) {
+        /* Read-only: validation needs no commit slot; a conservative answer
+         * (a concurrent commit seen as a change) only costs a retry. */
+        if (check_reads) rc = validate(t, t->db, NULL);
+        txn_end(t, rc == TDB_OK ? TXN_COMMITTED : TXN_FAILED);
+        return rc;
+    }
+    tdb_batch_t *b = NULL;
+    rc = tdb_batch_create(&b);
+    if (rc == TDB_OK) {
+        build_ctx_t c = {t, b};
+        rc = wbuf_foreach(t->wb, build_entry, &c);
+    }
+    if (rc == TDB_OK)
+        rc = db_write_validated(t->db, b, (checks_writes(t) || check_reads) ? validate : NULL, t);
+    tdb_batch_destroy(b);
+    txn_end(t, rc == TDB_OK ? TXN_COMMITTED : TXN_FAILED);
+    return rc;
+}
+
+int tdb_txn_rollback(tdb_txn_t *t) {
+    int rc = check_active(t);
+    if (rc != TDB_OK) return rc;
+    if (t->open_iters) return tdb_err(TDB_ERR_INVALID_ARG, "destroy the transaction's iterators first");
+    txn_end(t, TXN_ROLLED_BACK);
+    return TDB_OK;
+}
+
+/* Index of the newest savepoint with this name, or -1. */
+static int find_sp(const tdb_txn_t *t, const char *name) {
+    for (int i = t->nsps - 1; i >= 0; i--)
+        if (strcmp(t->sps[i].name, name) == 0) return i;
+    return -1;
+}
+
+int tdb_txn_savepoint(tdb_txn_t *t, const char *name) {
+    int rc = check_active(t);
+    if (rc != TDB_OK) return rc;
+    if (!name || !*name) return tdb_err(TDB_ERR_INVALID_ARG, "empty savepoint name");
+    int old = find_sp(t, name);
+    if (old >= 0) { /* SQL: a new savepoint replaces one of the same name */
+        free(t->sps[old].name);
+        memmove(t->sps + old, t->sps + old + 1, (size_t)(t->nsps - old - 1) * sizeof *t->sps);
+        t->nsps--;
+    }
+    if (t->nsps == t->capsps) {
+        int n = t->capsps ? t->capsps * 2 : 4;
+        savepoint_t *p = (savepoint_t *)realloc(t->sps, (size_t)n * sizeof *p);
+        if (!p) return tdb_err(TDB_ERR_NOMEM, "savepoint");
+        t->sps = p;
+        t->capsps = n;
+    }
+    savepoint_t *sp = &t->sps[t->nsps];
+    if (!(sp->name = strdup(name))) return tdb_err(TDB_ERR_NOMEM, "savepoint");
+    sp->wb_mark = wbuf_mark(t->wb);
+    sp->lock_mark = t->locks ? lock_owner_count(t->locks) : 0;
+    t->nsps++;
+    return TDB_OK;
+}
+
+int tdb_txn_rollback_to_savepoint(tdb_txn_t *t, const char *name) {
+    int rc = check_active(t);
+    if (rc != TDB_OK) return rc;
+    if (!name) return tdb_err(TDB_ERR_INVALID_ARG, "NULL savepoint name");
+    int i = find_sp(t, name);
+    if (i < 0) return tdb_err(TDB_ERR_NOT_FOUND, "no savepoint named '%s'", name);
+    if ((rc = wbuf_rollback_to(t->wb, t->sps[i].wb_mark)) != TDB_OK) return rc;
+    if (t->locks) lock_release_since(t->locks, t->sps[i].lock_mark);
+    for (int k = i + 1; k < t->nsps; k++) free(t->sps[k].name);
+    t->nsps = i + 1; /* the savepoint itself stays, as in SQL */
+    return TDB_OK;
+}
+
+int tdb_txn_release_savepoint(tdb_txn_t *t, const char *name) {
+    int rc = check_active(t);
+    if (rc != TDB_OK) return rc;
+    if (!name) return tdb_err(TDB_ERR_INVALID_ARG, "NULL savepoint name");
+    int i = find_sp(t, name);
+    if (i < 0) return tdb_err(TDB_ERR_NOT_FOUND, "no savepoint named '%s'", name);
+    for (int k = i; k < t->nsps; k++) free(t->sps[k].name);
+    t->nsps = i;
+    return TDB_OK;
+}
