@@ -342,7 +342,11 @@ typedef struct tdb_stats {
     uint64_t compaction_bytes_written;
     uint64_t flushes;
     uint64_t compactions;
-    uint64_t stall_micros;          /* time writers spent throttled */
+    uint64_t stall_micros;          /* time writers spent delayed or stopped */
+    uint64_t stall_max_micros;      /* longest single stop */
+    uint64_t stalls;                /* times writers stopped (backlog full) */
+    uint64_t slowdowns;             /* graduated delays applied */
+    uint64_t memory_budget;         /* max_memory_usage, resolved */
     uint64_t last_sequence;
 } tdb_stats_t;
 

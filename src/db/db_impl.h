@@ -119,7 +119,7 @@ typedef struct writer {
 
 typedef struct db_counters {
     atomic_uint_fast64_t user_bytes, wal_bytes, flush_bytes, compact_read,
-        compact_written, flushes, compactions, stall_micros;
+        compact_written, flushes, compactions, stall_micros, stall_max, stalls, delays;
 } db_counters_t;
 
 struct tdb {
@@ -165,6 +165,7 @@ struct tdb {
     void (*lock_mgr_free)(void *);
     atomic_uint_fast64_t next_txn_id;
     size_t mem_budget;                 /* max_memory_usage, resolved */
+    size_t memtable_budget;            /* share of mem_budget for memtables */
 
     pthread_t *threads;
     int nthreads;

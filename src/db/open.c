@@ -310,6 +310,14 @@ int tdb_open_env(const char *path, const tdb_config_t *cfg, env_t *env, tdb_t **
         long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
         db->mem_budget = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz / 2 : (size_t)1 << 30;
     }
+    /* The block cache may take at most half of the budget; memtables get
+     * what the cache leaves (at least a quarter). */
+    if (c.block_cache_size > db->mem_budget / 2) {
+        lru_cache_set_capacity(db->block_cache, db->mem_budget / 2);
+        db->cfg.block_cache_size = db->mem_budget / 2;
+    }
+    db->memtable_budget = db->mem_budget - db->cfg.block_cache_size;
+    if (db->memtable_budget < db->mem_budget / 4) db->memtable_budget = db->mem_budget / 4;
     db->min_sync_interval_us = c.default_cf.sync_interval_us;
     TRY(db_recover(db, &created));
     for (uint32_t i = 0; i < db->ncf_slots; i++)

@@ -139,6 +139,10 @@ int tdb_get_stats(tdb_t *db, tdb_cf_t *cf, tdb_stats_t *out) {
     out->flushes = atomic_load(&db->ctr.flushes);
     out->compactions = atomic_load(&db->ctr.compactions);
     out->stall_micros = atomic_load(&db->ctr.stall_micros);
+    out->stall_max_micros = atomic_load(&db->ctr.stall_max);
+    out->stalls = atomic_load(&db->ctr.stalls);
+    out->slowdowns = atomic_load(&db->ctr.delays);
+    out->memory_budget = db->mem_budget;
     out->last_sequence = atomic_load(&db->visible_seq);
     return TDB_OK;
 }

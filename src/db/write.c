@@ -111,36 +111,106 @@ static void wait_done(tdb_t *db, uint64_t us) {
     pthread_cond_timedwait(&db->done_cv, &db->mu, &ts);
 }
 
-/* Ensure every family the group writes has memtable room; apply
- * back-pressure (mu held, as leader). */
+/* Bytes held by every memtable of the database (mu held). */
+static uint64_t memtable_bytes(tdb_t *db, tdb_cf_t **largest) {
+    uint64_t total = 0, best = 0;
+    *largest = NULL;
+    for (uint32_t i = 0; i < db->ncf_slots; i++) {
+        tdb_cf_t *cf = db->cfs[i];
+        if (!cf || atomic_load(&cf->dropped) || !cf->mem.mem) continue;
+        uint64_t active = memtable_memory_usage(cf->mem.mem);
+        total += active;
+        for (int k = 0; k < cf->nimm; k++) total += memtable_memory_usage(cf->imm[k].mem);
+        if (active > best && memtable_num_entries(cf->mem.mem) > 0 && cf->nimm < cf->cfg.l0_queue_stall_threshold) {
+            best = active;
+            *largest = cf;
+        }
+    }
+    return total;
+}
+
+/* Pressure of one family's backlog: 0 = none, 1 = must stop. Below 1 the
+ * writer is slowed in proportion (graduated back-pressure). */
+static double cf_pressure(const tdb_cf_t *cf) {
+    double q = (double)cf->nimm / (double)cf->cfg.l0_queue_stall_threshold;
+    /* Level 1 is allowed to run behind to 8x its trigger before writes stop. */
+    double l1 = (double)version_num_files(cf->current, 1) / (8.0 * cf->cfg.l1_file_count_trigger);
+    return q > l1 ? q : l1;
+}
+
+/* Switch a family's memtable, rotating the WAL once per make_room pass. */
+static int switch_cf(tdb_t *db, tdb_cf_t *cf, bool *rotated) {
+    int rc = TDB_OK;
+    if (!*rotated) {
+        rc = db_rotate_wal(db);
+        *rotated = true;
+    }
+    return rc == TDB_OK ? db_switch_memtable(db, cf) : rc;
+}
+
+/* Ensure every family the group writes has memtable room, keep the memtables
+ * inside the memory budget, and apply back-pressure (mu held, as leader):
+ *  - pressure p in [0.5, 1): the group is delayed by up to 2 ms, growing
+ *    with p, so writers slow down smoothly while flush/compaction catch up;
+ *  - p >= 1 (l0_queue_stall_threshold immutable memtables, level 1 at 8x
+ *    its trigger, or memtables over budget with nothing left to switch):
+ *    writers wait for background progress; a wait with no progress for
+ *    STALL_NO_PROGRESS_LIMIT_US returns TDB_ERR_BUSY. */
 static int make_room(tdb_t *db, tdb_cf_t **cfs, int ncfs) {
     uint64_t stall_start = 0, last_progress = 0;
     uint64_t progress_mark = atomic_load(&db->ctr.flushes) + atomic_load(&db->ctr.compactions);
+    bool delayed = false;
     for (;;) {
         if (db->bg_error != TDB_OK)
             return tdb_err(TDB_ERR_READ_ONLY, "database is in an error state after: %s", tdb_strerror(db->bg_error));
         bool rotated = false, wait = false;
+        double pressure = 0;
         for (int i = 0; i < ncfs; i++) {
             tdb_cf_t *cf = cfs[i];
             if (atomic_load(&cf->dropped)) continue;
-            int l1 = version_num_files(cf->current, 1);
-            if (l1 >= cf->cfg.l1_file_count_trigger * 4) wait = true; /* compaction far behind */
-            if (memtable_memory_usage(cf->mem.mem) < cf->cfg.write_buffer_size) continue;
-            if (cf->nimm >= cf->cfg.l0_queue_stall_threshold) {
-                wait = true;
-                continue;
+            if (memtable_memory_usage(cf->mem.mem) >= cf->cfg.write_buffer_size &&
+                cf->nimm < cf->cfg.l0_queue_stall_threshold) {
+                int rc = switch_cf(db, cf, &rotated);
+                if (rc != TDB_OK) return rc;
             }
-            int rc = TDB_OK;
-            if (!rotated) {
-                rc = db_rotate_wal(db);
-                rotated = true;
-            }
-            if (rc == TDB_OK) rc = db_switch_memtable(db, cf);
+            double p = cf_pressure(cf);
+            if (memtable_memory_usage(cf->mem.mem) >= cf->cfg.write_buffer_size) p = 1.0; /* full, queue full */
+            if (p > pressure) pressure = p;
+        }
+        /* Global memory budget: past 90% flush the largest memtable early;
+         * past 75% slow writers down; at 100% stop them until flushes free
+         * memory. */
+        tdb_cf_t *largest;
+        uint64_t mem = memtable_bytes(db, &largest);
+        double pm = (double)mem / (double)db->memtable_budget;
+        if (pm >= 0.9 && largest && memtable_memory_usage(largest->mem.mem) >= (64u << 10)) {
+            int rc = switch_cf(db, largest, &rotated);
             if (rc != TDB_OK) return rc;
         }
-        if (!wait) break;
+        if (pm >= 1.0) pressure = 1.0;
+        else if (pm >= 0.75 && 0.5 + (pm - 0.75) * 2 > pressure) pressure = 0.5 + (pm - 0.75) * 2;
+        wait = pressure >= 1.0;
+        if (!wait) {
+            if (pressure >= 0.5 && !delayed) {
+                /* One graduated delay per group: 0..2 ms as p goes 0.5 -> 1. */
+                uint64_t us = (uint64_t)((pressure - 0.5) * 4000.0);
+                if (us > 0) {
+                    uint64_t t0 = now_us(db);
+                    wait_done(db, us);
+                    uint64_t d = now_us(db) - t0;
+                    atomic_fetch_add(&db->ctr.stall_micros, d);
+                    atomic_fetch_add(&db->ctr.delays, 1);
+                }
+                delayed = true;
+                continue; /* state may have changed while waiting */
+            }
+            break;
+        }
         uint64_t t = now_us(db);
-        if (!stall_start) stall_start = last_progress = t;
+        if (!stall_start) {
+            stall_start = last_progress = t;
+            atomic_fetch_add(&db->ctr.stalls, 1);
+        }
         uint64_t mark = atomic_load(&db->ctr.flushes) + atomic_load(&db->ctr.compactions);
         if (mark != progress_mark) {
             progress_mark = mark;
@@ -153,7 +223,13 @@ static int make_room(tdb_t *db, tdb_cf_t **cfs, int ncfs) {
         db_maybe_schedule(db);
         wait_done(db, 100000);
     }
-    if (stall_start) atomic_fetch_add(&db->ctr.stall_micros, now_us(db) - stall_start);
+    if (stall_start) {
+        uint64_t d = now_us(db) - stall_start;
+        atomic_fetch_add(&db->ctr.stall_micros, d);
+        uint64_t prev = atomic_load(&db->ctr.stall_max);
+        while (d > prev && !atomic_compare_exchange_weak(&db->ctr.stall_max, &prev, d)) {
+        }
+    }
     return TDB_OK;
 }
 

@@ -1,0 +1,113 @@
+/*
+ * dict: the data dictionary. Maps MariaDB tables to TidesDB column
+ * families and keeps per-table counters (AUTO_INCREMENT, row count,
+ * index cardinality) in the database itself.
+ *
+ * Two system column families:
+ *   tidesql_dict (sync FULL): "T" + "db/table" -> table record
+ *                              "S" + "next_id"  -> next table id (u64 BE)
+ *   tidesql_meta (sync NONE): "A" + id -> next AUTO_INCREMENT value
+ *                              "R" + id -> row count (i64)
+ *                              "K" + id -> index cardinalities
+ * A table record: [1][table id u64][flags u8][cf count u16]
+ *                 then per column family [name length u16][name].
+ * Column family names are "t<id>_<n>": n = MariaDB key number, and for a
+ * table without primary key the hidden-key data family is n = #keys.
+ * Column families never change name; RENAME only rewrites the record.
+ *
+ * Invariants (crash consistency of DDL)
+ *  1. A column family named t<id>_<n> is live iff a table record with that
+ *     id exists. At startup every t*_* family without a record is dropped
+ *     (leftovers of a CREATE, DROP or TRUNCATE cut short by a crash).
+ *  2. CREATE creates the families first, then writes the record (and the
+ *     next id) in one synced batch: the table exists iff the batch landed.
+ *  3. DROP deletes the record and the table's meta keys in one synced
+ *     batch, then drops the families.
+ *  4. TRUNCATE creates families under a new id, then replaces the record
+ *     (and meta keys) in one synced batch, then drops the old families.
+ *  5. RENAME deletes the old name's record and writes the new one in one
+ *     synced batch.
+ *  6. Meta keys are written in the same batch as the rows they describe
+ *     (trx.cc) with sync NONE, so they never make a commit stricter than
+ *     its tables; after a crash they may lag (auto-increment is then also
+ *     bounded below by the largest key, row counts are estimates).
+ *
+ * Locking: g_dict_mu guards the name -> TableDef cache and serializes DDL.
+ * A TableDef is shared by every handler of the table (shared_ptr); its
+ * counters are atomics; `obsolete` is set when DROP/TRUNCATE/RENAME
+ * retires it, and handlers re-fetch the definition at their next
+ * statement.
+ */
+#ifndef TIDESQL_DICT_H
+#define TIDESQL_DICT_H
+
+#include "tdb_common.h"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace tidesql {
+
+/* A table's mapping and shared counters. */
+struct TableDef {
+  std::string name; /* "db/table" */
+  uint64_t id = 0;
+  bool hidden_pk = false;
+  uint nkeys = 0;              /* MariaDB keys */
+  std::vector<tdb_cf_t *> cfs; /* cfs[k] for key k; cfs[nkeys]: hidden pk */
+  std::atomic<bool> obsolete{false};
+
+  std::mutex mu;                        /* guards what follows */
+  bool counters_loaded = false;         /* autoinc/hidden id initialised */
+  std::atomic<uint64_t> autoinc_next{0}; /* next value to hand out */
+  std::atomic<uint64_t> hidden_next{1};
+  std::atomic<int64_t> rows{0};
+  std::vector<std::vector<ulong>> rec_per_key; /* per key, per part */
+  bool card_from_analyze = false;
+  /* Range-estimate cache: first and last key of each index. */
+  std::vector<std::string> first_key, last_key;
+  ulonglong bounds_time = 0;
+  /* Size estimate cache (bytes of the data family and of all others). */
+  ulonglong size_time = 0;
+  uint64_t data_bytes = 0, index_bytes = 0;
+
+  tdb_cf_t *data_cf(uint primary_key) const {
+    return hidden_pk ? cfs[nkeys] : cfs[primary_key];
+  }
+};
+typedef std::shared_ptr<TableDef> TableDefPtr;
+
+/* Open or create the system families, load the id counter and drop
+ * orphaned families (invariant 1). */
+int dict_init(tdb_t *db);
+void dict_shutdown();
+
+/* "./db/t1" -> "db/t1". */
+std::string dict_name_from_path(const char *path);
+
+/* Definition of a table (cached). HA_ERR_NO_SUCH_TABLE if absent. */
+int dict_get(const std::string &name, TableDefPtr *out);
+
+/* Create the families and the record. nfamilies = keys (+1 if hidden pk);
+ * cfg applies to every family. */
+int dict_create(const std::string &name, uint nkeys, bool hidden_pk, const tdb_cf_config_t &cfg,
+                uint64_t autoinc_start);
+int dict_drop(const std::string &name);
+int dict_rename(const std::string &from, const std::string &to);
+/* Replace the table's families by empty ones (new id); returns the new
+ * definition. */
+int dict_truncate(const std::string &name, TableDefPtr *out);
+
+/* Add the table's current AUTO_INCREMENT and row count to a batch. */
+int dict_put_counters(tdb_batch_t *b, TableDef *def);
+/* Persist the table's cardinality statistics. */
+int dict_save_cardinality(TableDef *def);
+
+/* Names of all tables in the dictionary (SHOW ENGINE STATUS). */
+std::vector<std::string> dict_table_names();
+
+}  // namespace tidesql
+
+#endif

@@ -1,0 +1,57 @@
+/* row_format: packing rows into values and back (see row_format.h). */
+#include "row_format.h"
+
+#include <string.h>
+
+namespace tidesql {
+
+/* Pack the stored, non-NULL columns of rec after the null bytes. */
+void row_pack(TABLE *table, const uchar *rec, std::string &out) {
+  TABLE_SHARE *s = table->s;
+  my_ptrdiff_t diff = (my_ptrdiff_t)(rec - table->record[0]);
+  /* Upper bound: the record, 2 length bytes per column (CHAR packs with a
+   * length prefix) and the blob data. */
+  size_t cap = 1 + s->null_bytes + s->reclength + 2 * s->fields;
+  for (uint i = 0; i < s->blob_fields; i++) {
+    Field_blob *b = (Field_blob *)table->field[s->blob_field[i]];
+    cap += b->get_length(rec + (b->ptr - table->record[0]));
+  }
+  out.resize(cap);
+  uchar *start = (uchar *)&out[0];
+  uchar *to = start;
+  *to++ = ROW_FORMAT_V1;
+  memcpy(to, rec, s->null_bytes);
+  to += s->null_bytes;
+  for (Field **fp = table->field; *fp; fp++) {
+    Field *f = *fp;
+    if (!f->stored_in_db() || f->is_null(diff)) continue;
+    to = f->pack(to, f->ptr + diff);
+  }
+  out.resize((size_t)(to - start));
+}
+
+/* Unpack a row value into rec; blobs keep pointing into data. */
+int row_unpack(TABLE *table, const uchar *data, size_t len, uchar *rec) {
+  TABLE_SHARE *s = table->s;
+  my_ptrdiff_t diff = (my_ptrdiff_t)(rec - table->record[0]);
+  const uchar *end = data + len;
+  if (len < 1 + (size_t)s->null_bytes || data[0] != ROW_FORMAT_V1) return HA_ERR_CRASHED;
+  const uchar *from = data + 1;
+  memcpy(rec, from, s->null_bytes);
+  from += s->null_bytes;
+  for (Field **fp = table->field; *fp; fp++) {
+    Field *f = *fp;
+    if (!f->stored_in_db()) continue;
+    if (f->is_null(diff)) {
+      /* Keep NULL columns' bytes clean (Field_bit keeps bits in the
+       * null bytes, which are already restored). */
+      memset(f->ptr + diff, 0, f->pack_length_in_rec());
+      continue;
+    }
+    from = f->unpack(f->ptr + diff, from, end);
+    if (!from || from > end) return HA_ERR_CRASHED;
+  }
+  return 0;
+}
+
+}  // namespace tidesql

@@ -1,0 +1,67 @@
+/*
+ * TideSQL: the TidesDB storage engine for MariaDB. Shared declarations.
+ *
+ * Layout of the engine (one file per concern, see docs/design/tidesql.md):
+ *   plugin.cc           handlerton, plugin declaration, engine open/close
+ *   sysvars.{h,cc}      tidesdb_* system and status variables, SHOW ENGINE
+ *   dict.{h,cc}         data dictionary: tables -> column families, DDL
+ *   key_codec.{h,cc}    memcmp-ordered key encoding of index tuples
+ *   row_format.{h,cc}   row values and secondary-index values
+ *   trx.{h,cc}          per-connection transaction: write overlay + commit
+ *   ha_tidesdb.{h,cc}   the handler: open/close/info/DDL entry points
+ *   ha_tidesdb_read.cc  index and table scans, range estimates
+ *   ha_tidesdb_write.cc write_row/update_row/delete_row
+ *
+ * Dependency direction: tidesdb.h <- key_codec, row_format <- dict <- trx
+ * <- handler <- plugin. Only trx.cc knows how pending writes are held.
+ */
+#ifndef TIDESQL_COMMON_H
+#define TIDESQL_COMMON_H
+
+#include <my_global.h>
+#include <mysql/plugin.h>
+#include "sql_class.h"
+#include "handler.h"
+#include "field.h"
+#include "key.h"
+#include "table.h"
+#include "log.h"
+
+#include <tidesdb/tidesdb.h>
+
+#include <string>
+
+namespace tidesql {
+
+/* The one open database and the engine's handlerton (plugin.cc). */
+extern tdb_t *g_db;
+extern handlerton *g_hton;
+
+/* Map a library error code to a handler error (HA_ERR_*), remembering the
+ * library's detail text for get_error_message(). */
+int map_tdb_error(int rc);
+/* Detail of the last library error mapped on this thread. */
+const std::string &last_error_detail();
+
+/* Write a message to the server error log. */
+void log_warning(const char *fmt, ...) ATTRIBUTE_FORMAT(printf, 1, 2);
+void log_info(const char *fmt, ...) ATTRIBUTE_FORMAT(printf, 1, 2);
+
+/* Big-endian helpers for the fixed-width integers in keys and metadata. */
+inline void put_be64(uchar *p, uint64_t v) {
+  for (int i = 7; i >= 0; i--) { p[i] = (uchar)(v & 0xff); v >>= 8; }
+}
+inline uint64_t get_be64(const uchar *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
+  return v;
+}
+inline void append_be64(std::string &s, uint64_t v) {
+  uchar b[8];
+  put_be64(b, v);
+  s.append((const char *)b, 8);
+}
+
+}  // namespace tidesql
+
+#endif
