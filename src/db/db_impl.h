@@ -113,6 +113,13 @@ typedef struct writer {
     bool sync;
     bool done;
     int rc;
+    /* Parallel memtable insert: the leader asks a member to apply its own
+     * batch (apply_now), the member reports apply_rc and decrements
+     * *pending, waking `leader` at zero. All under mu. */
+    bool apply_now;
+    int apply_rc;
+    int *pending;
+    struct writer *leader;
     pthread_cond_t cv;
     struct writer *next;
 } writer_t;

@@ -295,6 +295,45 @@ static int gk_visit(void *ctx, uint64_t seq, const batch_entry_t *e) {
     return group_keys_add((group_keys_t *)ctx, e->cf_id, e->key);
 }
 
+/* Batches at least this large are inserted by their own writer thread, in
+ * parallel with the rest of the group (the memtable takes concurrent adds). */
+#define PARALLEL_APPLY_MIN_ENTRIES 16
+
+/* Insert the group's surviving batches into the memtables: large batches of
+ * other members by their own threads, the rest by the leader. Returns when
+ * all are in (mu not held on entry or exit). */
+static int apply_group(tdb_t *db, writer_t *self, writer_t *last) {
+    int rc = TDB_OK, pending = 0;
+    pthread_mutex_lock(&db->mu);
+    for (writer_t *w = self->next; w && self != last; w = w->next) {
+        if (w->rc == TDB_OK && tdb_batch_count(w->batch) >= PARALLEL_APPLY_MIN_ENTRIES) {
+            w->apply_now = true;
+            w->apply_rc = TDB_OK;
+            w->pending = &pending;
+            w->leader = self;
+            pending++;
+            pthread_cond_signal(&w->cv);
+        }
+        if (w == last) break;
+    }
+    pthread_mutex_unlock(&db->mu);
+    for (writer_t *w = self;; w = w->next) {
+        if (w->rc == TDB_OK && !w->pending && rc == TDB_OK) rc = db_apply_batch(db, batch_rep(w->batch), 0);
+        if (w == last) break;
+    }
+    pthread_mutex_lock(&db->mu);
+    while (pending > 0) pthread_cond_wait(&self->cv, &db->mu);
+    for (writer_t *w = self->next; w && self != last; w = w->next) {
+        if (w->pending) {
+            if (rc == TDB_OK) rc = w->apply_rc;
+            w->pending = NULL;
+        }
+        if (w == last) break;
+    }
+    pthread_mutex_unlock(&db->mu);
+    return rc;
+}
+
 /* Leader: commit the group starting at `self` (mu held on entry and exit;
  * released while validating, writing the WAL and applying). */
 static void commit_group(tdb_t *db, writer_t *self) {
@@ -363,7 +402,7 @@ static void commit_group(tdb_t *db, writer_t *self) {
         if (rc != TDB_OK) {
             db_log(db, TDB_LOG_ERROR, "WAL write failed: %s", tdb_last_error());
         } else {
-            for (int i = 0; i < np && rc == TDB_OK; i++) rc = db_apply_batch(db, payloads[i], 0);
+            rc = apply_group(db, self, last);
             if (rc == TDB_OK) {
                 atomic_store(&db->last_seq, seq - 1);
                 atomic_store(&db->visible_seq, seq - 1);
@@ -393,7 +432,18 @@ static void enqueue_and_wait(tdb_t *db, writer_t *w) {
     if (db->wq_tail) db->wq_tail->next = w;
     else db->wq_head = w;
     db->wq_tail = w;
-    while (!w->done && db->wq_head != w) pthread_cond_wait(&w->cv, &db->mu);
+    while (!w->done && db->wq_head != w) {
+        if (w->apply_now) { /* the leader hands us our own memtable insert */
+            w->apply_now = false;
+            pthread_mutex_unlock(&db->mu);
+            int r = db_apply_batch(db, batch_rep(w->batch), 0);
+            pthread_mutex_lock(&db->mu);
+            w->apply_rc = r;
+            if (--*w->pending == 0) pthread_cond_signal(&w->leader->cv);
+            continue;
+        }
+        pthread_cond_wait(&w->cv, &db->mu);
+    }
 }
 
 /* Become the only active writer (mu held): for DDL and maintenance that must
