@@ -38,9 +38,14 @@ std::string WKey(int w, uint64_t i) {
     return b;
 }
 
+bool g_unified = false;  // run the kill loops in unified-memtable mode
+
 tdb_config_t CrashConfig(int sync) {
     tdb_config_t c;
     tdb_config_default(&c);
+    c.unified_memtable = g_unified;
+    c.unified_memtable_write_buffer_size = 256 << 10;
+    c.unified_memtable_sync_mode = sync;
     c.default_cf.write_buffer_size = 128 << 10;  // many flushes and compactions
     c.default_cf.sync_mode = sync;
     c.default_cf.sync_interval_us = 2000;
@@ -159,6 +164,11 @@ TEST(Crash, KillNineFullSyncLosesNothingAcknowledged) { KillLoop(TDB_SYNC_FULL, 
 // acknowledged write here; the prefix (no holes) property is what matters.
 TEST(Crash, KillNineNoneSyncRecoversPrefix) { KillLoop(TDB_SYNC_NONE, 5, true); }
 TEST(Crash, KillNineIntervalSyncRecoversPrefix) { KillLoop(TDB_SYNC_INTERVAL, 4, true); }
+TEST(Crash, KillNineUnifiedMemtableFullSync) {
+    g_unified = true;
+    KillLoop(TDB_SYNC_FULL, 4, true);
+    g_unified = false;
+}
 
 // 16-byte random keys, 100-byte values.
 std::string RKey(uint64_t i) {

@@ -536,3 +536,71 @@ TEST_F(CorruptionTest, WalMiddleCorruptionFailsOpenTornTailDoesNot) {
 }
 
 }  // namespace
+
+namespace {
+
+// Unified mode: one write buffer shared by every family, switched together.
+TEST(Unified, FamiliesShareOneWriteBufferAndRecover) {
+    tdbtest::TempDir dir;
+    tdb_config_t c = SmallConfig();
+    c.unified_memtable = 1;
+    c.unified_memtable_write_buffer_size = 512 << 10;
+    c.unified_memtable_sync_mode = TDB_SYNC_NONE;
+    c.default_cf.write_buffer_size = 64 << 20;  // ignored in unified mode
+    tdb_t *db;
+    ASSERT_EQ(tdb_open(dir.path().c_str(), &c, &db), TDB_OK) << tdb_last_error();
+    std::vector<tdb_cf_t *> cfs;
+    for (int i = 0; i < 20; i++) {
+        tdb_cf_t *cf;
+        tdb_cf_config_t cc = c.default_cf;
+        ASSERT_EQ(tdb_create_cf(db, ("t" + std::to_string(i)).c_str(), &cc, &cf), TDB_OK);
+        cfs.push_back(cf);
+    }
+    tdb_batch_t *b;
+    ASSERT_EQ(tdb_batch_create(&b), TDB_OK);
+    for (int i = 0; i < 20000; i++) {
+        std::string k = Key(i), v = Value(i, 60);
+        // One batch row touches three families: atomic as one WAL record.
+        for (int j = 0; j < 3; j++)
+            ASSERT_EQ(tdb_batch_put(b, cfs[(i + j * 7) % 20], k.data(), k.size(), v.data(), v.size(), 0), TDB_OK);
+        ASSERT_EQ(tdb_write(db, b), TDB_OK);
+        tdb_batch_clear(b);
+    }
+    tdb_batch_destroy(b);
+    tdb_stats_t st;
+    ASSERT_EQ(tdb_wait_idle(db), TDB_OK);
+    ASSERT_EQ(tdb_get_stats(db, nullptr, &st), TDB_OK);
+    // ~7 MB written through a 512 KiB shared buffer: many flushes, and no
+    // family's memtable grew toward its own (ignored) 64 MiB buffer.
+    EXPECT_GT(st.flushes, 10u);
+    EXPECT_LT(st.memtable_bytes, 4u << 20);
+    ASSERT_EQ(tdb_close(db), TDB_OK);
+    ASSERT_EQ(tdb_open(dir.path().c_str(), &c, &db), TDB_OK);
+    for (int i = 0; i < 20000; i += 37) {
+        std::string k = Key(i);
+        for (int j = 0; j < 3; j++) {
+            tdb_cf_t *cf;
+            ASSERT_EQ(tdb_get_cf(db, ("t" + std::to_string((i + j * 7) % 20)).c_str(), &cf), TDB_OK);
+            void *v;
+            size_t n;
+            ASSERT_EQ(tdb_get(db, cf, nullptr, k.data(), k.size(), &v, &n), TDB_OK);
+            EXPECT_EQ(std::string((char *)v, n), Value(i, 60));
+            tdb_free(v);
+        }
+    }
+    ASSERT_EQ(tdb_close(db), TDB_OK);
+}
+
+TEST(Unified, BadUnifiedSettingsRejected) {
+    tdbtest::TempDir dir;
+    tdb_config_t c = SmallConfig();
+    c.unified_memtable = 1;
+    c.unified_memtable_write_buffer_size = 10;
+    tdb_t *db = nullptr;
+    EXPECT_EQ(tdb_open(dir.path().c_str(), &c, &db), TDB_ERR_INVALID_ARG);
+    c.unified_memtable_write_buffer_size = 1 << 20;
+    c.unified_memtable_sync_mode = 7;
+    EXPECT_EQ(tdb_open(dir.path().c_str(), &c, &db), TDB_ERR_INVALID_ARG);
+}
+
+}  // namespace

@@ -84,7 +84,8 @@ struct tdb_cf {
     mem_slot_t *imm;      /* immutable queue, oldest first */
     int nimm, cap_imm;
     bool flushing;        /* the oldest imm is being written */
-    bool compacting;      /* one compaction at a time per family */
+    int compacting;       /* compactions running (background and manual) */
+    compaction_state_t *compactions; /* registry of those compactions */
     version_t *current;
     uint64_t log_number;  /* persisted: oldest WAL with unflushed data */
 
@@ -189,6 +190,8 @@ int db_validate_cf_config(const tdb_cf_config_t *cfg);
 void db_log(tdb_t *db, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 compaction_opts_t db_compaction_opts(const tdb_cf_t *cf);
 sst_options_t db_sst_options(const tdb_cf_t *cf);
+/* The sync mode that governs writes to cf (unified mode overrides). */
+int db_cf_sync_mode(const tdb_t *db, const tdb_cf_t *cf);
 
 /* ---- db/batch.c: the batch format is the WAL record payload ----
  *   fixed64 first sequence | fixed32 count | entries

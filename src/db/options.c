@@ -73,8 +73,13 @@ int db_validate_config(const tdb_config_t *c) {
         return tdb_err(TDB_ERR_INVALID_ARG, "flush_threads out of [1, 64]");
     if (c->compaction_threads < 1 || c->compaction_threads > 64)
         return tdb_err(TDB_ERR_INVALID_ARG, "compaction_threads out of [1, 64]");
-    if (c->unified_memtable)
-        return tdb_err(TDB_ERR_NOT_SUPPORTED, "unified_memtable is not available in this version");
+    if (c->unified_memtable) {
+        if (c->unified_memtable_write_buffer_size < (64u << 10) ||
+            c->unified_memtable_write_buffer_size > ((size_t)16 << 30))
+            return tdb_err(TDB_ERR_INVALID_ARG, "unified_memtable_write_buffer_size out of [64 KiB, 16 GiB]");
+        if (c->unified_memtable_sync_mode < TDB_SYNC_NONE || c->unified_memtable_sync_mode > TDB_SYNC_FULL)
+            return tdb_err(TDB_ERR_INVALID_ARG, "unknown unified_memtable_sync_mode %d", c->unified_memtable_sync_mode);
+    }
     return db_validate_cf_config(&c->default_cf);
 }
 
@@ -84,12 +89,16 @@ compaction_opts_t db_compaction_opts(const tdb_cf_t *cf) {
     memset(&o, 0, sizeof o);
     o.l1_file_count_trigger = cf->cfg.l1_file_count_trigger;
     o.level_size_ratio = cf->cfg.level_size_ratio;
-    /* Level 2 holds about what level 1 holds when it triggers. */
+    /* The base level holds about what level 1 holds when it triggers. */
     o.base_level_bytes = (uint64_t)cf->cfg.write_buffer_size * (uint64_t)cf->cfg.l1_file_count_trigger;
     o.target_file_size = cf->cfg.write_buffer_size;
     if (o.target_file_size > (64u << 20)) o.target_file_size = 64u << 20;
     o.tombstone_density_trigger = cf->cfg.tombstone_density_trigger;
     o.tombstone_density_min_entries = cf->cfg.tombstone_density_min_entries;
+    /* Targets follow the bottom level's size; level 1 goes to the base
+     * level (see version/compaction.h). */
+    o.dynamic_level_bytes = 1;
+    o.allow_trivial_move = 1;
     return o;
 }
 
@@ -143,4 +152,9 @@ int db_value_live(unsigned t, slice_t raw, int64_t now, slice_t *user_value) {
 /* WAL file path for a file number. */
 void db_wal_name(char *out, size_t cap, const char *dir, uint64_t number) {
     snprintf(out, cap, "%s/%06llu.log", dir, (unsigned long long)number);
+}
+
+/* The sync mode that governs writes to cf: the unified one in unified mode. */
+int db_cf_sync_mode(const tdb_t *db, const tdb_cf_t *cf) {
+    return db->cfg.unified_memtable ? db->cfg.unified_memtable_sync_mode : cf->cfg.sync_mode;
 }

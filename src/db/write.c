@@ -138,6 +138,31 @@ static double cf_pressure(const tdb_cf_t *cf) {
     return q > l1 ? q : l1;
 }
 
+/* Unified mode: switch every non-empty family when together they fill the
+ * shared write buffer (mu held, as leader). A family whose immutable queue
+ * is full keeps its memtable (the stall logic handles it). */
+static int unified_switch_if_full(tdb_t *db, bool *rotated) {
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < db->ncf_slots; i++) {
+        tdb_cf_t *cf = db->cfs[i];
+        if (cf && !atomic_load(&cf->dropped) && cf->mem.mem) total += memtable_memory_usage(cf->mem.mem);
+    }
+    if (total < db->cfg.unified_memtable_write_buffer_size) return TDB_OK;
+    for (uint32_t i = 0; i < db->ncf_slots; i++) {
+        tdb_cf_t *cf = db->cfs[i];
+        if (!cf || atomic_load(&cf->dropped) || !cf->mem.mem || memtable_num_entries(cf->mem.mem) == 0) continue;
+        if (cf->nimm >= cf->cfg.l0_queue_stall_threshold) continue;
+        int rc = TDB_OK;
+        if (!*rotated) {
+            rc = db_rotate_wal(db);
+            *rotated = true;
+        }
+        if (rc == TDB_OK) rc = db_switch_memtable(db, cf);
+        if (rc != TDB_OK) return rc;
+    }
+    return TDB_OK;
+}
+
 /* Switch a family's memtable, rotating the WAL once per make_room pass. */
 static int switch_cf(tdb_t *db, tdb_cf_t *cf, bool *rotated) {
     int rc = TDB_OK;
@@ -165,16 +190,22 @@ static int make_room(tdb_t *db, tdb_cf_t **cfs, int ncfs) {
             return tdb_err(TDB_ERR_READ_ONLY, "database is in an error state after: %s", tdb_strerror(db->bg_error));
         bool rotated = false, wait = false;
         double pressure = 0;
+        if (db->cfg.unified_memtable) {
+            /* One write buffer for every family: when the families' active
+             * memtables together reach its size, all switch at once. */
+            int rc = unified_switch_if_full(db, &rotated);
+            if (rc != TDB_OK) return rc;
+        }
         for (int i = 0; i < ncfs; i++) {
             tdb_cf_t *cf = cfs[i];
             if (atomic_load(&cf->dropped)) continue;
-            if (memtable_memory_usage(cf->mem.mem) >= cf->cfg.write_buffer_size &&
-                cf->nimm < cf->cfg.l0_queue_stall_threshold) {
+            size_t limit = db->cfg.unified_memtable ? db->cfg.unified_memtable_write_buffer_size : cf->cfg.write_buffer_size;
+            if (memtable_memory_usage(cf->mem.mem) >= limit && cf->nimm < cf->cfg.l0_queue_stall_threshold) {
                 int rc = switch_cf(db, cf, &rotated);
                 if (rc != TDB_OK) return rc;
             }
             double p = cf_pressure(cf);
-            if (memtable_memory_usage(cf->mem.mem) >= cf->cfg.write_buffer_size) p = 1.0; /* full, queue full */
+            if (memtable_memory_usage(cf->mem.mem) >= limit) p = 1.0; /* full, queue full */
             if (p > pressure) pressure = p;
         }
         /* Global memory budget: past 90% flush the largest memtable early;
@@ -387,7 +418,7 @@ static void commit_group(tdb_t *db, writer_t *self) {
             payloads[np++] = batch_rep(w->batch);
             user_bytes += batch_user_bytes(w->batch);
             sync |= w->sync;
-            for (int i = 0; i < nb; i++) dirty |= bc[i]->cfg.sync_mode == TDB_SYNC_INTERVAL;
+            for (int i = 0; i < nb; i++) dirty |= db_cf_sync_mode(db, bc[i]) == TDB_SYNC_INTERVAL;
         }
         if (w == last) break;
     }
@@ -474,7 +505,7 @@ int db_write_validated(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *c
     for (int i = 0; i < ncfs; i++) {
         int rc = db_check_cf(db, cfs[i]);
         if (rc != TDB_OK) return rc;
-        w.sync |= cfs[i]->cfg.sync_mode == TDB_SYNC_FULL;
+        w.sync |= db_cf_sync_mode(db, cfs[i]) == TDB_SYNC_FULL;
     }
     pthread_cond_init(&w.cv, NULL);
     pthread_mutex_lock(&db->mu);
