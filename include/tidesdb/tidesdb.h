@@ -127,7 +127,14 @@ typedef struct tdb_config {
     int      log_level;                /* tdb_log_level_t: TDB_LOG_INFO;
                                           messages go to <dir>/LOG */
     size_t   max_memory_usage;         /* bytes; 0 = half of physical RAM */
-    int      unified_memtable;         /* 0: one memtable per column family */
+    int      unified_memtable;         /* 0: each family flushes at its own
+                                          write_buffer_size and syncs per its
+                                          sync_mode. 1: all families share one
+                                          write buffer of the size below (they
+                                          switch and flush together) and one
+                                          sync mode. Either way one WAL holds
+                                          every family, so a batch across
+                                          families is atomic after a crash. */
     size_t   unified_memtable_write_buffer_size; /* 64 MiB */
     int      unified_memtable_sync_mode;         /* TDB_SYNC_FULL */
     tdb_cf_config_t default_cf;        /* settings of the "default" family */

@@ -18,6 +18,10 @@
 #ifndef TIDESQL_COMMON_H
 #define TIDESQL_COMMON_H
 
+/* Engine plugins use server internals (THD, TABLE, Field). */
+#ifndef MYSQL_SERVER
+#define MYSQL_SERVER 1
+#endif
 #include <my_global.h>
 #include <mysql/plugin.h>
 #include "sql_class.h"

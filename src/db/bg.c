@@ -1,7 +1,11 @@
 /*
  * db/bg: background work. flush_threads workers write immutable memtables
  * to level 1 (per family oldest first, one at a time); compaction_threads
- * workers run the compaction the policy picks (one per family at a time).
+ * workers run the compactions the policy picks. Several compactions of one
+ * family may run at once: each family's registry (cf->compactions, under
+ * mu) admits only compactions with disjoint inputs and disjoint output
+ * ranges (version/compaction.h), and cf->compacting counts them (manual
+ * ones included). Trivial moves install a metadata-only edit.
  * Both install results through the manifest (see db_impl.h, invariant 6).
  * A failure is sticky: bg_error is set and writes are refused.
  */
@@ -184,7 +188,8 @@ static void flush_oldest(tdb_t *db, tdb_cf_t *cf) {
     pthread_cond_broadcast(&db->bg_cv);
 }
 
-/* Run compaction c of cf (mu held on entry and exit; cf->compacting set). */
+/* Run compaction c of cf, picked with cf->compactions (mu held on entry and
+ * exit; cf->compacting counts it and is decremented here). */
 static int run_compaction(tdb_t *db, tdb_cf_t *cf, compaction_t *c) {
     version_t *base = cf->current;
     version_ref(base);
@@ -200,33 +205,42 @@ static int run_compaction(tdb_t *db, tdb_cf_t *cf, compaction_t *c) {
     ctx.snapshots = snaps;
     ctx.nsnapshots = nsnaps;
     ctx.bottommost = c->bottommost;
-    if (rc == TDB_OK) rc = compaction_run(c, db->table_cache, &ctx, &edit);
+    /* A trivial move's edit re-adds live input files: never discard them. */
+    const bool move = c->trivial_move != 0;
+    if (rc == TDB_OK) rc = move ? compaction_move(c, &edit) : compaction_run(c, db->table_cache, &ctx, &edit);
 
     pthread_mutex_lock(&db->manifest_mu);
     pthread_mutex_lock(&db->mu);
     if (atomic_load(&cf->dropped)) {
-        discard_outputs(db, &edit);
+        if (!move) discard_outputs(db, &edit);
     } else if (rc != TDB_OK) {
-        discard_outputs(db, &edit);
+        if (!move) discard_outputs(db, &edit);
         set_bg_error(db, rc, "compaction");
     } else if ((rc = install_edit(db, cf, &edit)) != TDB_OK) {
-        discard_outputs(db, &edit);
+        if (!move) discard_outputs(db, &edit);
         set_bg_error(db, rc, "compaction install");
     } else {
         rc = db_write_manifest_locked(db);
         if (cf_install_sv(cf) != TDB_OK) set_bg_error(db, TDB_ERR_NOMEM, "superversion");
-        atomic_fetch_add(&db->ctr.compact_read, ctx.bytes_read);
-        atomic_fetch_add(&db->ctr.compact_written, ctx.bytes_written);
-        atomic_fetch_add(&db->ctr.compactions, 1);
-        db_log(db, TDB_LOG_DEBUG, "compacted '%s' L%d->L%d: %d+%d -> %d file(s)", cf->name, c->level,
-               c->output_level, c->nin[0], c->nin[1], edit.n_add);
+        if (move) {
+            uint64_t bytes = 0;
+            for (int i = 0; i < c->nin[0]; i++) bytes += c->in[0][i]->file_size;
+            db_log(db, TDB_LOG_DEBUG, "trivial move '%s' L%d->L%d: %d file(s), %llu bytes", cf->name, c->level,
+                   c->output_level, c->nin[0], (unsigned long long)bytes);
+        } else {
+            atomic_fetch_add(&db->ctr.compact_read, ctx.bytes_read);
+            atomic_fetch_add(&db->ctr.compact_written, ctx.bytes_written);
+            atomic_fetch_add(&db->ctr.compactions, 1);
+            db_log(db, TDB_LOG_DEBUG, "compacted '%s' L%d->L%d: %d+%d -> %d file(s)", cf->name, c->level,
+                   c->output_level, c->nin[0], c->nin[1], edit.n_add);
+        }
     }
     pthread_mutex_unlock(&db->manifest_mu);
-    compaction_release(c);
+    compaction_release(cf->compactions, c);
     version_edit_free(&edit);
     version_unref(base);
     free(snaps);
-    cf->compacting = false;
+    cf->compacting--;
     pthread_cond_broadcast(&db->done_cv);
     pthread_cond_broadcast(&db->bg_cv);
     return rc;
@@ -247,17 +261,21 @@ static bool do_flush_work(tdb_t *db, uint32_t *rr) {
     return false;
 }
 
-/* Find a family that needs compaction and compact it (mu held). */
+/* Find a family with a compaction that can run next to those in progress
+ * and run it (mu held). At most compaction_threads run this at once. */
 static bool do_compaction_work(tdb_t *db, uint32_t *rr) {
     for (uint32_t k = 0; k < db->ncf_slots; k++) {
         tdb_cf_t *cf = db->cfs[(*rr + k) % db->ncf_slots];
-        if (!cf || atomic_load(&cf->dropped) || cf->compacting) continue;
+        if (!cf || atomic_load(&cf->dropped)) continue;
         compaction_opts_t o = db_compaction_opts(cf);
-        compaction_t *c = compaction_pick(cf->current, &o);
+        compaction_t *c = compaction_pick(cf->current, &o, cf->compactions);
         if (!c) continue;
         *rr = (*rr + k + 1) % db->ncf_slots;
-        cf->compacting = true;
+        cf->compacting++;
         db->bg_compact_running++;
+        db_log(db, TDB_LOG_DEBUG, "picked '%s' L%d->L%d%s: score %.2f, %d running", cf->name, c->level,
+               c->output_level, c->trivial_move ? " (move)" : "", c->score, cf->compacting);
+        db_maybe_schedule(db); /* an idle worker may find a disjoint one */
         run_compaction(db, cf, c);
         db->bg_compact_running--;
         return true;
@@ -330,9 +348,9 @@ static bool busy(tdb_t *db, tdb_cf_t *only) {
         if (!cf || atomic_load(&cf->dropped) || (only && cf != only)) continue;
         if (cf->nimm || cf->flushing || cf->compacting) return true;
         compaction_opts_t o = db_compaction_opts(cf);
-        compaction_t *c = compaction_pick(cf->current, &o);
+        compaction_t *c = compaction_pick(cf->current, &o, cf->compactions);
         if (c) {
-            compaction_release(c);
+            compaction_release(cf->compactions, c);
             return true;
         }
     }
@@ -393,12 +411,15 @@ static int last_level(tdb_cf_t *cf) {
     return 0;
 }
 
-/* Compact one family down to its last level (or level 2), in this thread. */
+/* Compact one family down to its last non-empty level, in this thread:
+ * level 1 into the base level, then each level wholly into the next.
+ * Background compactions of the family may run alongside (the registry
+ * keeps them disjoint); a level whose pick is blocked by one is retried
+ * once a compaction finishes. */
 static int compact_cf(tdb_t *db, tdb_cf_t *cf) {
     int rc = TDB_OK;
     pthread_mutex_lock(&db->mu);
     for (int level = 1; level < TDB_MAX_LEVELS - 1 && rc == TDB_OK; level++) {
-        while (cf->compacting && !db->shutting_down) pthread_cond_wait(&db->done_cv, &db->mu);
         if (db->shutting_down || atomic_load(&cf->dropped)) break;
         if (db->bg_error != TDB_OK) {
             rc = tdb_err(TDB_ERR_READ_ONLY, "background error: %s", tdb_strerror(db->bg_error));
@@ -410,14 +431,14 @@ static int compact_cf(tdb_t *db, tdb_cf_t *cf) {
         if (level >= last && level > 1) break;
         if (version_num_files(cf->current, level) == 0) continue;
         compaction_opts_t o = db_compaction_opts(cf);
-        compaction_t *c = compaction_pick_level(cf->current, level, &o);
-        if (!c) { /* inputs busy in a background compaction: wait, retry the level */
-            if (!db->bg_compact_running) continue;
+        compaction_t *c = compaction_pick_level(cf->current, level, &o, cf->compactions);
+        if (!c) { /* blocked by a compaction in progress: wait, retry the level */
+            if (!cf->compacting) continue;
             pthread_cond_wait(&db->done_cv, &db->mu);
             level--;
             continue;
         }
-        cf->compacting = true;
+        cf->compacting++;
         db->bg_compact_running++;
         rc = run_compaction(db, cf, c);
         db->bg_compact_running--;

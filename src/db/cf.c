@@ -17,7 +17,9 @@ int cf_new(tdb_t *db, uint32_t id, const char *name, const tdb_cf_config_t *cfg,
     cf->mem.log_number = log_number;
     cf->log_number = log_number;
     cf->current = v;
-    if (!cf->name || !cf->mem.mem) {
+    cf->compactions = compaction_state_create();
+    if (!cf->name || !cf->mem.mem || !cf->compactions) {
+        compaction_state_free(cf->compactions);
         free(cf->name);
         if (cf->mem.mem) memtable_unref(cf->mem.mem);
         free(cf);
@@ -43,6 +45,7 @@ static void cf_release_data(tdb_cf_t *cf) {
 void cf_free(tdb_cf_t *cf) {
     if (!cf) return;
     cf_release_data(cf);
+    compaction_state_free(cf->compactions);
     free(cf->imm);
     free(cf->name);
     free(cf);

@@ -17,10 +17,18 @@
  * this, so the flush trigger overshoots by at most one block. */
 #define MEMTABLE_BLOCK_SIZE (256u * 1024u)
 
+/* A node of the range-tombstone list: points at the skip-list entry. */
+typedef struct rd_node {
+    struct rd_node *next; /* older node; immutable once published */
+    const char *entry;
+} rd_node_t;
+
 struct memtable {
     _Atomic int refs;
     _Atomic uint64_t entries;
     _Atomic uint64_t deletes;
+    _Atomic uint64_t range_dels;
+    _Atomic(rd_node_t *) rd_head; /* newest range tombstone */
     arena_t *arena;
     skiplist_t *list;
 };
@@ -39,6 +47,8 @@ memtable_t *memtable_create(void) {
     atomic_init(&m->refs, 1);
     atomic_init(&m->entries, 0);
     atomic_init(&m->deletes, 0);
+    atomic_init(&m->range_dels, 0);
+    atomic_init(&m->rd_head, NULL);
     return m;
 }
 
@@ -76,7 +86,21 @@ int memtable_add(memtable_t *m, uint64_t seq, unsigned type, slice_t user_key, s
     p = enc_varint32(p + klen, vlen);
     if (vlen) memcpy(p, value.data, vlen);
 
+    rd_node_t *node = NULL;
+    if (type == KT_RANGE_DELETE) { /* allocate before linking: no half-added tombstone */
+        node = (rd_node_t *)arena_alloc(m->arena, sizeof *node);
+        if (!node) return tdb_err(TDB_ERR_NOMEM, "memtable add: range tombstone node");
+        node->entry = e;
+    }
     skiplist_insert(m->list, e, height);
+    if (node) {
+        rd_node_t *head = atomic_load_explicit(&m->rd_head, memory_order_relaxed);
+        do {
+            node->next = head;
+        } while (!atomic_compare_exchange_weak_explicit(&m->rd_head, &head, node, memory_order_release,
+                                                        memory_order_relaxed));
+        atomic_fetch_add_explicit(&m->range_dels, 1, memory_order_relaxed);
+    }
     atomic_fetch_add_explicit(&m->entries, 1, memory_order_relaxed);
     if (type == KT_DELETE || type == KT_SINGLE_DELETE)
         atomic_fetch_add_explicit(&m->deletes, 1, memory_order_relaxed);
@@ -88,10 +112,14 @@ int memtable_get(memtable_t *m, slice_t user_key, uint64_t snap_seq, unsigned *t
                  slice_t *value) {
     if (snap_seq > SEQ_MAX) snap_seq = SEQ_MAX;
     const char *e = skiplist_seek(m->list, user_key, ikey_pack(snap_seq, KT_SEEK));
-    if (!e) return 0;
     const char *rest;
-    slice_t k = skiplist_entry_key(e, &rest);
-    if (!slice_equal(ikey_user(k), user_key)) return 0;
+    slice_t k;
+    for (;; e = skiplist_next(e)) { /* step over range tombstones starting at user_key */
+        if (!e) return 0;
+        k = skiplist_entry_key(e, &rest);
+        if (!slice_equal(ikey_user(k), user_key)) return 0;
+        if (ikey_type(k) != KT_RANGE_DELETE) break;
+    }
     uint64_t t = ikey_trailer(k);
     if (type) *type = (unsigned)(t & 0xff);
     if (seq) *seq = t >> 8;
@@ -110,6 +138,46 @@ uint64_t memtable_num_entries(const memtable_t *m) {
 /* Deletion entries added so far. */
 uint64_t memtable_num_deletes(const memtable_t *m) {
     return atomic_load_explicit(&((memtable_t *)(uintptr_t)m)->deletes, memory_order_relaxed);
+}
+
+/* Range tombstones added so far. */
+uint64_t memtable_num_range_deletes(const memtable_t *m) {
+    return atomic_load_explicit(&((memtable_t *)(uintptr_t)m)->range_dels, memory_order_relaxed);
+}
+
+/* Decode a tombstone entry into start, end and seq. */
+static void rd_decode(const char *e, slice_t *start, slice_t *end, uint64_t *seq) {
+    const char *rest;
+    slice_t k = skiplist_entry_key(e, &rest);
+    *start = ikey_user(k);
+    *seq = ikey_seq(k);
+    *end = skiplist_entry_value(rest);
+}
+
+/* Walk the tombstone list for the newest cover of user_key. */
+uint64_t memtable_range_del_seq(memtable_t *m, slice_t user_key, uint64_t snap_seq) {
+    uint64_t best = 0;
+    for (rd_node_t *n = atomic_load_explicit(&m->rd_head, memory_order_acquire); n; n = n->next) {
+        slice_t s, e;
+        uint64_t seq;
+        rd_decode(n->entry, &s, &e, &seq);
+        if (seq <= snap_seq && seq > best && slice_compare(s, user_key) <= 0 && slice_compare(user_key, e) < 0)
+            best = seq;
+    }
+    return best;
+}
+
+/* Visit every range tombstone. */
+int memtable_range_dels(memtable_t *m, int (*fn)(void *ctx, slice_t start, slice_t end, uint64_t seq),
+                        void *ctx) {
+    for (rd_node_t *n = atomic_load_explicit(&m->rd_head, memory_order_acquire); n; n = n->next) {
+        slice_t s, e;
+        uint64_t seq;
+        rd_decode(n->entry, &s, &e, &seq);
+        int rc = fn(ctx, s, e, seq);
+        if (rc != TDB_OK) return rc;
+    }
+    return TDB_OK;
 }
 
 /* ---------------------------------------------------------------------- */

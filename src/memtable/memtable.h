@@ -11,6 +11,13 @@
  *    directly after its node's links; an add allocates nothing else.
  *  - (seq, user_key) pairs are unique (the caller guarantees it), so no two
  *    entries have equal internal keys.
+ *  - Range tombstones (KT_RANGE_DELETE: user_key = start, value = end,
+ *    deleting [start, end)) are entries of the skip list like any other, so
+ *    iterators return them in internal-key order (flush writes them out from
+ *    that stream; the db iterator skips them). memtable_get never returns
+ *    one. Each is also linked into a separate append-only list (a lock-free
+ *    stack of arena nodes, pushed with a release CAS, read with acquire
+ *    loads), so they can be enumerated and checked without scanning points.
  *
  * Thread-safety
  *  - memtable_add may be called by many threads at once, concurrently with
@@ -59,11 +66,12 @@ void memtable_unref(memtable_t *m);
  * TDB_ERR_NOMEM if the arena cannot grow. */
 int memtable_add(memtable_t *m, uint64_t seq, unsigned type, slice_t user_key, slice_t value);
 
-/* Newest entry for user_key with seq <= snap_seq (values above SEQ_MAX are
- * treated as SEQ_MAX): returns 1 and fills *type, *seq and *value (pointing
- * into the memtable, valid while the caller holds a reference), or 0 if
- * there is none. Deletions are returned like any entry (by their type).
- * One skip-list descent. */
+/* Newest point entry for user_key with seq <= snap_seq (values above SEQ_MAX
+ * are treated as SEQ_MAX): returns 1 and fills *type, *seq and *value
+ * (pointing into the memtable, valid while the caller holds a reference), or
+ * 0 if there is none. Deletions are returned like any entry (by their type);
+ * range tombstones are not (see memtable_range_del_seq). One skip-list
+ * descent. */
 int memtable_get(memtable_t *m, slice_t user_key, uint64_t snap_seq, unsigned *type, uint64_t *seq,
                  slice_t *value);
 
@@ -72,6 +80,17 @@ size_t memtable_memory_usage(const memtable_t *m);
 uint64_t memtable_num_entries(const memtable_t *m);
 /* KT_DELETE + KT_SINGLE_DELETE entries. */
 uint64_t memtable_num_deletes(const memtable_t *m);
+/* KT_RANGE_DELETE entries (also counted by memtable_num_entries). */
+uint64_t memtable_num_range_deletes(const memtable_t *m);
+
+/* Highest sequence <= snap_seq of a range tombstone covering user_key, 0 if
+ * none. Walks the tombstone list: O(range tombstones in this memtable). */
+uint64_t memtable_range_del_seq(memtable_t *m, slice_t user_key, uint64_t snap_seq);
+/* Call fn(ctx, start, end, seq) for every range tombstone (most recently
+ * added first; slices valid while the caller holds a reference). Stops
+ * and returns fn's value when it is not TDB_OK; else TDB_OK. */
+int memtable_range_dels(memtable_t *m, int (*fn)(void *ctx, slice_t start, slice_t end, uint64_t seq),
+                        void *ctx);
 
 /* Iterator over internal keys in ikey order, values as stored. Takes its
  * own reference on m (dropped by iter_destroy). Never NULL: on OOM it

@@ -26,6 +26,7 @@ enum {
     PF_NUM_DATA_BLOCKS = 14,
     PF_MAX_BLOCK_RAW = 15,
     PF_VALUE_BYTES = 16,
+    PF_RANGE_DEL_BLOCK = 17, /* bytes: varint64 offset | varint64 size */
 };
 #define WIRE_VARINT 0u
 #define WIRE_BYTES 1u
@@ -132,6 +133,12 @@ int sst_props_encode(const sst_props_t *p, const sst_props_ext_t *x, buf_t *out)
     TRY(put_field_u64(out, PF_NUM_DATA_BLOCKS, x->num_data_blocks));
     TRY(put_field_u64(out, PF_MAX_BLOCK_RAW, x->max_block_raw));
     TRY(put_field_u64(out, PF_VALUE_BYTES, x->value_bytes));
+    if (x->range_del.size > 0) {
+        char h[2 * VARINT64_MAX], *q = h;
+        q = enc_varint64(q, x->range_del.offset);
+        q = enc_varint64(q, x->range_del.size);
+        TRY(put_field_bytes(out, PF_RANGE_DEL_BLOCK, slice_make(h, (size_t)(q - h))));
+    }
 err:
     return rc;
 }
@@ -154,8 +161,8 @@ int sst_props_decode(slice_t in, sst_props_t *p, sst_props_ext_t *x, const char 
         }
         if (!q) RAISE(TDB_ERR_CORRUPTION, "%s: properties: truncated field %u", path, field);
         /* A known field must arrive with its own wire type. */
-        int want_bytes = (field == PF_SMALLEST || field == PF_LARGEST);
-        if (field >= PF_NUM_ENTRIES && field <= PF_VALUE_BYTES && want_bytes != (wire == WIRE_BYTES))
+        int want_bytes = (field == PF_SMALLEST || field == PF_LARGEST || field == PF_RANGE_DEL_BLOCK);
+        if (field >= PF_NUM_ENTRIES && field <= PF_RANGE_DEL_BLOCK && want_bytes != (wire == WIRE_BYTES))
             RAISE(TDB_ERR_CORRUPTION, "%s: properties: field %u has wrong wire type", path, field);
         switch (field) {
         case PF_NUM_ENTRIES: p->num_entries = v; break;
@@ -187,6 +194,13 @@ int sst_props_decode(slice_t in, sst_props_t *p, sst_props_ext_t *x, const char 
         case PF_NUM_DATA_BLOCKS: x->num_data_blocks = v; break;
         case PF_MAX_BLOCK_RAW: x->max_block_raw = v; break;
         case PF_VALUE_BYTES: x->value_bytes = v; break;
+        case PF_RANGE_DEL_BLOCK: {
+            const char *h = s.data, *hl = s.data + s.size;
+            if (!(h = dec_varint64(h, hl, &x->range_del.offset)) || !(h = dec_varint64(h, hl, &x->range_del.size)) ||
+                h != hl || x->range_del.size == 0)
+                RAISE(TDB_ERR_CORRUPTION, "%s: properties: bad range-deletion block handle", path);
+            break;
+        }
         default: break; /* unknown field from a newer writer: skip */
         }
     }

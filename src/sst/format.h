@@ -84,6 +84,7 @@ typedef struct sst_props_ext {
     uint64_t max_block_raw;   /* largest uncompressed data block */
     uint64_t value_bytes;     /* bytes of value records incl. trailers */
     uint32_t format_version;
+    sst_handle_t range_del;   /* range-deletion block; size 0 = none */
 } sst_props_ext_t;
 
 /* Encode properties as tagged fields (see sst.h) appended to out. */

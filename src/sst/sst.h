@@ -44,6 +44,13 @@
  *   wire, wire 0 = varint64, wire 1 = varint32 length + bytes. Unknown
  *   fields are skipped, so fields can be added without a version bump.
  *
+ * Range-deletion block (optional, between the data and the filter; raw,
+ *   same block format): keys (start, seq, KT_RANGE_DELETE) strictly
+ *   increasing, values = end (exclusive); located by properties field 17
+ *   (varint64 offset | varint64 size), counted by num_range_deletes. The
+ *   table's smallest/largest keys and min/max_seq include the tombstones
+ *   (bounds: sst/range_del.h).
+ *
  * Footer (64 bytes): index handle, filter handle, properties handle (each
  *   fixed64 offset + fixed64 size) | fixed32 format version | fixed32
  *   tdb_checksum of the preceding 52 bytes | fixed64 magic.
@@ -71,6 +78,7 @@
 
 #include "cache/cache.h"
 #include "env/env.h"
+#include "sst/range_del.h"
 #include "util/iter.h"
 #include "util/slice.h"
 
@@ -108,6 +116,11 @@ int sst_builder_open(env_t *env, const char *path, const sst_options_t *opt, sst
  * byte must be <= KT_MAX_VALID. After any error the builder is unusable
  * (later calls return the same error); abandon it. */
 int sst_builder_add(sst_builder_t *b, slice_t ikey, slice_t value);
+/* Buffer a range tombstone deleting user keys [start, end) below seq
+ * (start non-empty, start < end, else TDB_ERR_INVALID_ARG; sticky like
+ * add). Any order; written at finish as the range-deletion block. Two
+ * tombstones with equal (start, seq) fail the finish. */
+int sst_builder_add_range_del(sst_builder_t *b, slice_t start, slice_t end, uint64_t seq);
 /* Bytes written + buffered: for splitting outputs. */
 uint64_t sst_builder_file_size(const sst_builder_t *b);
 uint64_t sst_builder_num_entries(const sst_builder_t *b);
@@ -143,6 +156,12 @@ int sst_reader_get(sst_reader_t *r, slice_t user_key, uint64_t snap_seq, unsigne
  * damaged block (or a failed value resolution) it becomes invalid with
  * status CORRUPTION. NULL only on allocation failure. */
 iter_t *sst_reader_iter(sst_reader_t *r);
+/* The table's range tombstones, sorted by start then seq descending
+ * (borrowed: valid while the caller holds a reference). Returns the count. */
+size_t sst_reader_range_dels(const sst_reader_t *r, const range_del_t **out);
+/* Highest sequence <= snap_seq of a range tombstone of this table covering
+ * user_key, 0 if none. One binary search (fragments built at open). */
+uint64_t sst_reader_range_del_seq(const sst_reader_t *r, slice_t user_key, uint64_t snap_seq);
 /* Verify every block and value record checksum and the key order (reads
  * from disk, bypassing the cache): TDB_OK or CORRUPTION with detail. */
 int sst_reader_verify(sst_reader_t *r);

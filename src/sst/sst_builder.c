@@ -10,6 +10,10 @@
  *  - `pending_index` is set between writing a data block and seeing the
  *    next key (or finishing): its separator needs the next block's first key.
  *  - After the first error, `status` holds it and every call returns it.
+ *  - Range tombstones are buffered in `rdels` (any order) and written at
+ *    finish as one range-deletion block (sorted by start, then seq
+ *    descending) between the data and the filter; they widen the table's
+ *    smallest/largest keys and sequence range (sst/range_del.h, bounds).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +22,7 @@
 #include "sst/bloom.h"
 #include "sst/compress.h"
 #include "sst/format.h"
+#include "sst/range_del.h"
 #include "sst/sst.h"
 #include "util/coding.h"
 #include "util/error.h"
@@ -43,6 +48,7 @@ struct sst_builder {
     int pending_index;
     sst_handle_t pending_handle;
     uint64_t num_data_blocks, max_block_raw, value_bytes;
+    rd_list_t rdels;       /* range tombstones, written at finish */
     sst_props_t props;
 };
 
@@ -98,6 +104,7 @@ static void builder_free(sst_builder_t *b) {
     buf_free(&b->last_key);
     buf_free(&b->sep);
     buf_free(&b->tmp_key);
+    rd_list_free(&b->rdels);
     sst_props_free(&b->props);
     free(b->path);
     free(b);
@@ -184,6 +191,8 @@ int sst_builder_add(sst_builder_t *b, slice_t ikey, slice_t value) {
     if (!ikey_valid(ikey)) RAISE(TDB_ERR_INVALID_ARG, "%s: internal key of %zu bytes", b->path, ikey.size);
     unsigned type = ikey_type(ikey);
     if (type > KT_MAX_VALID) RAISE(TDB_ERR_INVALID_ARG, "%s: bad key type %u", b->path, type);
+    if (type == KT_RANGE_DELETE)
+        RAISE(TDB_ERR_INVALID_ARG, "%s: range tombstones go through sst_builder_add_range_del", b->path);
     if (value.size > UINT32_MAX) RAISE(TDB_ERR_TOO_LARGE, "%s: value of %zu bytes", b->path, value.size);
     if (ikey.size > UINT32_MAX / 2) RAISE(TDB_ERR_TOO_LARGE, "%s: key of %zu bytes", b->path, ikey.size);
     if (b->props.num_entries > 0 && ikey_compare(buf_slice(&b->last_key), ikey) >= 0)
@@ -221,7 +230,6 @@ int sst_builder_add(sst_builder_t *b, slice_t ikey, slice_t value) {
     TRY(buf_append(&b->last_key, ikey.data, ikey.size));
     b->props.num_entries++;
     if (type == KT_DELETE || type == KT_SINGLE_DELETE) b->props.num_deletes++;
-    if (type == KT_RANGE_DELETE) b->props.num_range_deletes++;
     b->props.raw_key_bytes += ikey.size;
     b->props.raw_value_bytes += value.size;
     if (seq < b->props.min_seq) b->props.min_seq = seq;
@@ -231,6 +239,64 @@ int sst_builder_add(sst_builder_t *b, slice_t ikey, slice_t value) {
     return TDB_OK;
 err:
     b->status = rc;
+    return rc;
+}
+
+/* Buffer one range tombstone (written at finish). */
+int sst_builder_add_range_del(sst_builder_t *b, slice_t start, slice_t end, uint64_t seq) {
+    int rc = TDB_OK;
+    if (b->status != TDB_OK) return b->status;
+    if (start.size == 0 || slice_compare(start, end) >= 0)
+        RAISE(TDB_ERR_INVALID_ARG, "%s: range tombstone with start >= end", b->path);
+    if (seq > SEQ_MAX) RAISE(TDB_ERR_INVALID_ARG, "%s: range tombstone sequence %llu", b->path, (unsigned long long)seq);
+    if (start.size > UINT32_MAX / 4 || end.size > UINT32_MAX / 4)
+        RAISE(TDB_ERR_TOO_LARGE, "%s: range tombstone keys of %zu/%zu bytes", b->path, start.size, end.size);
+    TRY(rd_list_add(&b->rdels, start, end, seq));
+    return TDB_OK;
+err:
+    b->status = rc;
+    return rc;
+}
+
+/* Sort the buffered tombstones, write their block, widen the key and
+ * sequence ranges. */
+static int write_range_dels(sst_builder_t *b, sst_handle_t *h) {
+    int rc = TDB_OK;
+    block_builder_t bb;
+    buf_t key = {0}, bound = {0};
+    block_builder_init(&bb, SST_RESTART_INTERVAL);
+    range_del_t *v = b->rdels.v;
+    size_t n = b->rdels.n;
+    rd_sort_by_start(v, n);
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && slice_equal(v[i].start, v[i - 1].start) && v[i].seq == v[i - 1].seq)
+            RAISE(TDB_ERR_INVALID_ARG, "%s: two range tombstones at one (start, seq)", b->path);
+        buf_clear(&key);
+        TRY(rd_bound_smallest(&key, v[i].start, v[i].seq));
+        TRY(block_builder_add(&bb, buf_slice(&key), v[i].end));
+        if (i == 0 && (b->props.smallest.size == 0 || ikey_compare(buf_slice(&key), buf_slice(&b->props.smallest)) < 0)) {
+            buf_clear(&b->props.smallest);
+            TRY(buf_append(&b->props.smallest, key.data, key.size));
+        }
+        buf_clear(&bound);
+        TRY(rd_bound_largest(&bound, v[i].end));
+        if (b->props.largest.size == 0 || ikey_compare(buf_slice(&bound), buf_slice(&b->props.largest)) > 0) {
+            buf_clear(&b->props.largest);
+            TRY(buf_append(&b->props.largest, bound.data, bound.size));
+        }
+        if (v[i].seq < b->props.min_seq) b->props.min_seq = v[i].seq;
+        if (v[i].seq > b->props.max_seq) b->props.max_seq = v[i].seq;
+        b->props.raw_key_bytes += key.size;
+        b->props.raw_value_bytes += v[i].end.size;
+    }
+    slice_t raw;
+    TRY(block_builder_finish(&bb, &raw));
+    TRY(write_record(b, raw, TDB_COMPRESS_NONE, h));
+    b->props.num_range_deletes = n;
+err:
+    block_builder_free(&bb);
+    buf_free(&key);
+    buf_free(&bound);
     return rc;
 }
 
@@ -257,6 +323,9 @@ int sst_builder_finish(sst_builder_t *b, sst_props_t *props) {
     if (rc != TDB_OK) goto err;
     TRY(flush_data_block(b));
     if (b->pending_index) TRY(add_index_entry(b, NULL));
+    if (b->props.num_entries > 0) TRY(buf_append(&b->props.largest, b->last_key.data, b->last_key.size));
+    sst_props_ext_t x = {b->num_data_blocks, b->max_block_raw, b->value_bytes, SST_FORMAT_VERSION, {0, 0}};
+    if (b->rdels.n > 0) TRY(write_range_dels(b, &x.range_del));
     if (b->bloom) {
         TRY(bloom_builder_finish(b->bloom, &meta));
         TRY(write_meta(b, buf_slice(&meta), &f.filter));
@@ -264,9 +333,7 @@ int sst_builder_finish(sst_builder_t *b, sst_props_t *props) {
     slice_t idx;
     TRY(block_builder_finish(&b->index, &idx));
     TRY(write_meta(b, idx, &f.index));
-    if (b->props.num_entries == 0) b->props.min_seq = 0;
-    TRY(buf_append(&b->props.largest, b->last_key.data, b->last_key.size));
-    sst_props_ext_t x = {b->num_data_blocks, b->max_block_raw, b->value_bytes, SST_FORMAT_VERSION};
+    if (b->props.num_entries == 0 && b->rdels.n == 0) b->props.min_seq = 0;
     buf_clear(&meta);
     TRY(sst_props_encode(&b->props, &x, &meta));
     TRY(write_meta(b, buf_slice(&meta), &f.props));

@@ -16,6 +16,11 @@
  *    max_block_raw, value records by their recorded raw size).
  *  - Cache values are sst_block_t objects: the decoded payload, freed by
  *    sst_block_cache_deleter. A pinned handle keeps one alive.
+ *  - The range-deletion block (if any) is read, checked and decoded at open
+ *    into `rdl` (sorted by start, then seq descending, each inside the
+ *    table's [smallest, largest] bounds, sequences inside [min_seq,
+ *    max_seq]) and fragmented into `rdf` (all sequences kept), so lookups
+ *    at any snapshot are one binary search. data_end excludes the block.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -26,6 +31,7 @@
 #include "sst/bloom.h"
 #include "sst/compress.h"
 #include "sst/format.h"
+#include "sst/range_del.h"
 #include "sst/sst.h"
 #include "util/coding.h"
 #include "util/error.h"
@@ -67,6 +73,8 @@ struct sst_reader {
     size_t idx_lcp;     /* user-key prefix shared by every index key */
     char *filter;
     size_t filter_size;
+    rd_list_t rdl;  /* range tombstones */
+    rd_frags_t rdf; /* ... fragmented */
 };
 
 /* Free a decoded record. */
@@ -349,6 +357,59 @@ err:
     return rc;
 }
 
+/* Decode and check a range-deletion block into *out (appending). */
+static int parse_range_dels(const sst_reader_t *r, slice_t blk, uint64_t off, rd_list_t *out) {
+    int rc = TDB_OK;
+    block_iter_t bi;
+    buf_t prev = {0}, bound = {0};
+    size_t n = 0;
+    block_iter_init(&bi, sst_key_cmp);
+    slice_t small = buf_slice(&r->props.smallest), large = buf_slice(&r->props.largest);
+    if (block_iter_set(&bi, blk) != TDB_OK) {
+        rc = wrap_err(r, bi.status, "range-deletion block", off);
+        goto err;
+    }
+    for (block_iter_seek_to_first(&bi); block_iter_valid(&bi); block_iter_next(&bi)) {
+        slice_t k = block_iter_key(&bi), end = block_iter_value(&bi);
+        if (k.size <= IKEY_TRAILER || (unsigned char)k.data[k.size - IKEY_TRAILER] != KT_RANGE_DELETE)
+            RAISE(TDB_ERR_CORRUPTION, "%s: range-deletion block at offset %llu: bad key %zu", r->path,
+                  (unsigned long long)off, n);
+        slice_t start = ikey_user(k);
+        uint64_t seq = ikey_seq(k);
+        if (slice_compare(start, end) >= 0)
+            RAISE(TDB_ERR_CORRUPTION, "%s: range-deletion block at offset %llu: empty range %zu", r->path,
+                  (unsigned long long)off, n);
+        if (n > 0 && sst_key_cmp(buf_slice(&prev), k) >= 0)
+            RAISE(TDB_ERR_CORRUPTION, "%s: range-deletion block at offset %llu: keys out of order", r->path,
+                  (unsigned long long)off);
+        if (seq < r->props.min_seq || seq > r->props.max_seq)
+            RAISE(TDB_ERR_CORRUPTION, "%s: range tombstone sequence %llu outside [%llu, %llu]", r->path,
+                  (unsigned long long)seq, (unsigned long long)r->props.min_seq,
+                  (unsigned long long)r->props.max_seq);
+        buf_clear(&bound);
+        TRY(rd_bound_largest(&bound, end));
+        if (!ikey_valid(small) || !ikey_valid(large) || ikey_compare(k, small) < 0 ||
+            ikey_compare(buf_slice(&bound), large) > 0)
+            RAISE(TDB_ERR_CORRUPTION, "%s: range tombstone %zu outside the table's key range", r->path, n);
+        TRY(rd_list_add(out, start, end, seq));
+        buf_clear(&prev);
+        TRY(buf_append(&prev, k.data, k.size));
+        n++;
+    }
+    if (bi.status != TDB_OK) {
+        rc = wrap_err(r, bi.status, "range-deletion block", off);
+        goto err;
+    }
+    if (n != r->props.num_range_deletes)
+        RAISE(TDB_ERR_CORRUPTION, "%s: %zu range tombstones, properties say %llu", r->path, n,
+              (unsigned long long)r->props.num_range_deletes);
+err:
+    block_iter_free(&bi);
+    buf_free(&prev);
+    buf_free(&bound);
+    return rc;
+}
+
 /* Free a reader's memory and close its file. */
 static void reader_free(sst_reader_t *r) {
     if (r->file) env_close(r->file);
@@ -356,6 +417,8 @@ static void reader_free(sst_reader_t *r) {
     free(r->idx_keys);
     free(r->idx_pfx);
     free(r->filter);
+    rd_list_free(&r->rdl);
+    rd_frags_free(&r->rdf);
     sst_props_free(&r->props);
     free(r->path);
     free(r);
@@ -401,6 +464,17 @@ int sst_reader_open(env_t *env, const char *path, uint64_t file_number, lru_cach
     if (r->ext.num_data_blocks > 0 && r->ext.max_block_raw == 0)
         RAISE(TDB_ERR_CORRUPTION, "%s: properties: missing maximum block size", path);
     r->props.file_size = r->file_size;
+    if (r->ext.range_del.size > 0) {
+        if (r->ext.range_del.offset < r->data_end) r->data_end = r->ext.range_del.offset;
+        TRY(read_meta(r, r->ext.range_del, meta_limit, "range-deletion block", &meta));
+        TRY(parse_range_dels(r, slice_make(meta, (size_t)r->ext.range_del.size), r->ext.range_del.offset, &r->rdl));
+        free(meta);
+        meta = NULL;
+        TRY(rd_frags_build(&r->rdf, r->rdl.v, r->rdl.n, SEQ_MAX, 0));
+    } else if (r->props.num_range_deletes > 0) {
+        RAISE(TDB_ERR_CORRUPTION, "%s: %llu range tombstones but no range-deletion block", path,
+              (unsigned long long)r->props.num_range_deletes);
+    }
 
     TRY(read_meta(r, f.index, meta_limit, "index block", &meta));
     TRY(load_index(r, slice_make(meta, (size_t)f.index.size)));
@@ -443,6 +517,18 @@ const char *sst_reader_path(const sst_reader_t *r) { return r->path; }
 /* Data blocks and value records read from disk so far. */
 uint64_t sst_reader_disk_reads(const sst_reader_t *r) {
     return atomic_load_explicit(&((sst_reader_t *)r)->disk_reads, memory_order_relaxed);
+}
+
+/* The table's range tombstones. */
+size_t sst_reader_range_dels(const sst_reader_t *r, const range_del_t **out) {
+    *out = r->rdl.v;
+    return r->rdl.n;
+}
+
+/* Newest tombstone covering user_key at snap_seq. */
+uint64_t sst_reader_range_del_seq(const sst_reader_t *r, slice_t user_key, uint64_t snap_seq) {
+    if (r->rdf.n == 0) return 0;
+    return rd_frags_max_seq(&r->rdf, user_key, snap_seq, NULL);
 }
 
 /* Bloom check (1 when there is no filter). */
@@ -719,7 +805,9 @@ int sst_reader_verify(sst_reader_t *r) {
     int rc = TDB_OK;
     block_ref_t ref = {0};
     block_iter_t bi;
-    buf_t prev = {0}, val = {0};
+    buf_t prev = {0}, val = {0}, first = {0};
+    char *rdraw = NULL;
+    rd_list_t rdl = {0};
     uint64_t entries = 0, separated = 0;
     block_iter_init(&bi, sst_key_cmp);
     for (size_t i = 0; i < r->nblocks; i++) {
@@ -750,8 +838,9 @@ int sst_reader_verify(sst_reader_t *r) {
                 TRY(resolve_value(r, block_iter_value(&bi), 0, boff, &val));
                 separated++;
             }
-            if (entries == 0 && sst_key_cmp(k, buf_slice(&r->props.smallest)) != 0)
+            if (entries == 0 && r->props.num_range_deletes == 0 && sst_key_cmp(k, buf_slice(&r->props.smallest)) != 0)
                 RAISE(TDB_ERR_CORRUPTION, "%s: first key differs from the recorded smallest key", r->path);
+            if (entries == 0) TRY(buf_append(&first, k.data, k.size));
             uint64_t seq = ikey_seq(k);
             if (seq < r->props.min_seq || seq > r->props.max_seq)
                 RAISE(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: sequence %llu outside [%llu, %llu]",
@@ -770,8 +859,42 @@ int sst_reader_verify(sst_reader_t *r) {
             RAISE(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: empty", r->path, (unsigned long long)boff);
         ref_release(r, &ref);
     }
-    if (entries > 0 && sst_key_cmp(buf_slice(&prev), buf_slice(&r->props.largest)) != 0)
-        RAISE(TDB_ERR_CORRUPTION, "%s: last key differs from the recorded largest key", r->path);
+    if (r->props.num_range_deletes == 0) {
+        if (entries > 0 && sst_key_cmp(buf_slice(&prev), buf_slice(&r->props.largest)) != 0)
+            RAISE(TDB_ERR_CORRUPTION, "%s: last key differs from the recorded largest key", r->path);
+    } else {
+        /* Re-read the range-deletion block from disk; the bounds are then
+         * the extremes of the points and the tombstones. */
+        TRY(read_meta(r, r->ext.range_del, r->file_size - SST_FOOTER_SIZE, "range-deletion block", &rdraw));
+        TRY(parse_range_dels(r, slice_make(rdraw, (size_t)r->ext.range_del.size), r->ext.range_del.offset, &rdl));
+        buf_t lo = {0}, hi = {0};
+        rc = rd_bound_smallest(&lo, rdl.v[0].start, rdl.v[0].seq);
+        for (size_t i = 0; i < rdl.n && rc == TDB_OK; i++) {
+            buf_t bnd = {0};
+            rc = rd_bound_largest(&bnd, rdl.v[i].end);
+            if (rc == TDB_OK && (hi.size == 0 || ikey_compare(buf_slice(&bnd), buf_slice(&hi)) > 0)) {
+                buf_clear(&hi);
+                rc = buf_append(&hi, bnd.data, bnd.size);
+            }
+            buf_free(&bnd);
+        }
+        if (rc == TDB_OK && entries > 0) {
+            if (ikey_compare(buf_slice(&first), buf_slice(&lo)) < 0) {
+                buf_clear(&lo);
+                rc = buf_append(&lo, first.data, first.size);
+            }
+            if (rc == TDB_OK && ikey_compare(buf_slice(&prev), buf_slice(&hi)) > 0) {
+                buf_clear(&hi);
+                rc = buf_append(&hi, prev.data, prev.size);
+            }
+        }
+        int same = rc == TDB_OK && sst_key_cmp(buf_slice(&lo), buf_slice(&r->props.smallest)) == 0 &&
+                   sst_key_cmp(buf_slice(&hi), buf_slice(&r->props.largest)) == 0;
+        buf_free(&lo);
+        buf_free(&hi);
+        if (rc != TDB_OK) goto err;
+        if (!same) RAISE(TDB_ERR_CORRUPTION, "%s: key range differs from the recorded smallest/largest keys", r->path);
+    }
     if (entries != r->props.num_entries || separated != r->props.num_separated_values)
         RAISE(TDB_ERR_CORRUPTION, "%s: %llu entries (%llu separated), properties say %llu (%llu)", r->path,
               (unsigned long long)entries, (unsigned long long)separated,
@@ -781,5 +904,8 @@ err:
     block_iter_free(&bi);
     buf_free(&prev);
     buf_free(&val);
+    buf_free(&first);
+    free(rdraw);
+    rd_list_free(&rdl);
     return rc;
 }

@@ -34,6 +34,82 @@ static int file_overlaps(const file_meta_t *f, urange_t r) {
     return slice_compare(g.hi, r.lo) >= 0 && slice_compare(g.lo, r.hi) <= 0;
 }
 
+/* Do two user-key ranges intersect? */
+static int ranges_overlap(urange_t a, urange_t b) {
+    return slice_compare(a.hi, b.lo) >= 0 && slice_compare(a.lo, b.hi) <= 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Registry of compactions in progress                                     */
+/* ---------------------------------------------------------------------- */
+
+struct compaction_state {
+    compaction_t **run; /* registered compactions, unordered */
+    int n, cap;
+};
+
+/* New empty registry. */
+compaction_state_t *compaction_state_create(void) {
+    return (compaction_state_t *)calloc(1, sizeof(compaction_state_t));
+}
+
+/* Free a registry (its compactions belong to their callers). */
+void compaction_state_free(compaction_state_t *s) {
+    if (!s) return;
+    free(s->run);
+    free(s);
+}
+
+/* Number of registered compactions. */
+int compaction_state_running(const compaction_state_t *s) { return s ? s->n : 0; }
+
+/* Does c conflict with a compaction registered in s? (rules in compaction.h) */
+static int state_conflicts(const compaction_state_t *s, const compaction_t *c) {
+    if (!s) return 0;
+    urange_t rc = {c->smallest, c->largest};
+    for (int i = 0; i < s->n; i++) {
+        const compaction_t *r = s->run[i];
+        urange_t rr = {r->smallest, r->largest};
+        if (c->level == 1 && r->level == 1) return 1;
+        if (r->output_level == c->output_level && ranges_overlap(rc, rr)) return 1;
+        /* Reading a level where r writes: implied by the input marks, kept
+         * as a guard. */
+        if (r->output_level == c->level)
+            for (int j = 0; j < c->nin[0]; j++)
+                if (file_overlaps(c->in[0][j], rr)) return 1;
+    }
+    return 0;
+}
+
+/* Add c to s; 0 on OOM. */
+static int state_add(compaction_state_t *s, compaction_t *c) {
+    if (s->n == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 4;
+        compaction_t **p = (compaction_t **)realloc(s->run, (size_t)cap * sizeof *p);
+        if (!p) return 0;
+        s->run = p;
+        s->cap = cap;
+    }
+    s->run[s->n++] = c;
+    c->state_ = s;
+    return 1;
+}
+
+/* Remove c from s (if present). */
+static void state_remove(compaction_state_t *s, compaction_t *c) {
+    if (!s) return;
+    for (int i = 0; i < s->n; i++)
+        if (s->run[i] == c) {
+            s->run[i] = s->run[--s->n];
+            break;
+        }
+    c->state_ = NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Building a compaction                                                   */
+/* ---------------------------------------------------------------------- */
+
 /* Free c without touching marks (refs dropped). */
 static void compaction_free(compaction_t *c) {
     if (!c) return;
@@ -72,11 +148,42 @@ static int add_overlaps(compaction_t *c, version_t *v, int level, urange_t r, in
     return 1;
 }
 
-/* Fill in bottommost and mark inputs; returns c. */
-static compaction_t *compaction_finish(compaction_t *c, version_t *v) {
+/* Order file metas by smallest user key. */
+static int smallest_cmp(const void *a, const void *b) {
+    const file_meta_t *x = *(file_meta_t *const *)a, *y = *(file_meta_t *const *)b;
+    return slice_compare(file_range(x).lo, file_range(y).lo);
+}
+
+/* May c move its inputs down without a rewrite? (rules in compaction.h) */
+static int can_move(const compaction_t *c) {
+    if (c->level == c->output_level || c->nin[1] != 0 || c->nin[0] == 0) return 0;
+    if (c->bottommost)
+        for (int i = 0; i < c->nin[0]; i++)
+            if (c->in[0][i]->num_deletes) return 0;
+    if (c->nin[0] == 1) return 1;
+    /* Pairwise disjoint (level 1 files may overlap each other). */
+    file_meta_t **fs = (file_meta_t **)malloc((size_t)c->nin[0] * sizeof *fs);
+    if (!fs) return 0; /* a rewrite is always correct */
+    memcpy(fs, c->in[0], (size_t)c->nin[0] * sizeof *fs);
+    qsort(fs, (size_t)c->nin[0], sizeof *fs, smallest_cmp);
+    int ok = 1;
+    for (int i = 1; i < c->nin[0] && ok; i++)
+        if (slice_compare(file_range(fs[i - 1]).hi, file_range(fs[i]).lo) >= 0) ok = 0;
+    free(fs);
+    return ok;
+}
+
+/* Compute c's range; refuse it (freed, NULL) if it conflicts with s;
+ * otherwise fill in bottommost and trivial_move, register it in s and mark
+ * its inputs. */
+static compaction_t *compaction_finish(compaction_t *c, version_t *v, const compaction_opts_t *o,
+                                       compaction_state_t *s) {
     urange_t r = file_range(c->in[0][0]);
     for (int k = 0; k < 2; k++)
         for (int i = 0; i < c->nin[k]; i++) range_extend(&r, c->in[k][i]);
+    c->smallest = r.lo;
+    c->largest = r.hi;
+    if (state_conflicts(s, c)) goto fail;
     c->bottommost = 1;
     for (int l = c->output_level + 1; l < TDB_MAX_LEVELS && c->bottommost; l++)
         for (int i = 0; i < version_num_files(v, l); i++)
@@ -84,9 +191,14 @@ static compaction_t *compaction_finish(compaction_t *c, version_t *v) {
                 c->bottommost = 0;
                 break;
             }
+    c->trivial_move = o && o->allow_trivial_move && can_move(c);
+    if (s && !state_add(s, c)) goto fail;
     for (int k = 0; k < 2; k++)
         for (int i = 0; i < c->nin[k]; i++) c->in[k][i]->being_compacted = 1;
     return c;
+fail:
+    compaction_free(c);
+    return NULL;
 }
 
 /* New compaction from level into output_level. */
@@ -99,14 +211,14 @@ static compaction_t *compaction_new(int level, int output_level, double score) {
     return c;
 }
 
-/* Every file of `level` plus overlaps in level+1 (or in place for the last
- * level); NULL if empty or busy. */
-static compaction_t *pick_whole_level(version_t *v, int level, double score) {
+/* Every file of `level` plus overlaps in `out` (== level: in place); NULL
+ * if empty, busy or conflicting. */
+static compaction_t *pick_whole_level(version_t *v, int level, int out, double score, const compaction_opts_t *o,
+                                      compaction_state_t *s) {
     int n = version_num_files(v, level);
     if (n == 0) return NULL;
     for (int i = 0; i < n; i++)
         if (version_file(v, level, i)->being_compacted) return NULL;
-    int out = level + 1 < TDB_MAX_LEVELS ? level + 1 : level;
     compaction_t *c = compaction_new(level, out, score);
     if (!c) return NULL;
     urange_t r = file_range(version_file(v, level, 0));
@@ -119,14 +231,16 @@ static compaction_t *pick_whole_level(version_t *v, int level, double score) {
      * may span the gap between two inputs, so every next-level file in that
      * gap must be an input too. */
     if (out != level && !add_overlaps(c, v, out, r, 1)) goto fail;
-    return compaction_finish(c, v);
+    return compaction_finish(c, v, o, s);
 fail:
     compaction_free(c);
     return NULL;
 }
 
-/* One file f of level (>= 2) plus its overlaps in level+1; NULL if busy. */
-static compaction_t *pick_one_file(version_t *v, int level, file_meta_t *f, double score) {
+/* One file f of level (>= 2) plus its overlaps in level+1; NULL if busy or
+ * conflicting. */
+static compaction_t *pick_one_file(version_t *v, int level, file_meta_t *f, double score,
+                                   const compaction_opts_t *o, compaction_state_t *s) {
     if (f->being_compacted) return NULL;
     compaction_t *c = compaction_new(level, level + 1, score);
     if (!c) return NULL;
@@ -134,12 +248,13 @@ static compaction_t *pick_one_file(version_t *v, int level, file_meta_t *f, doub
         compaction_free(c);
         return NULL;
     }
-    return compaction_finish(c, v);
+    return compaction_finish(c, v, o, s);
 }
 
 /* Size-triggered pick at level >= 2: the first pickable file after the
  * level's cursor, wrapping around; advances the cursor. */
-static compaction_t *pick_rotating(version_t *v, int level, double score) {
+static compaction_t *pick_rotating(version_t *v, int level, double score, const compaction_opts_t *o,
+                                   compaction_state_t *s) {
     int n = version_num_files(v, level);
     buf_t *cur = version_cursor_(v, level);
     int start = 0;
@@ -151,7 +266,7 @@ static compaction_t *pick_rotating(version_t *v, int level, double score) {
     }
     for (int j = 0; j < n; j++) {
         file_meta_t *f = version_file(v, level, (start + j) % n);
-        compaction_t *c = pick_one_file(v, level, f, score);
+        compaction_t *c = pick_one_file(v, level, f, score, o, s);
         if (c) {
             slice_t hi = ikey_user(buf_slice(&f->largest));
             buf_clear(cur);
@@ -162,34 +277,67 @@ static compaction_t *pick_rotating(version_t *v, int level, double score) {
     return NULL;
 }
 
-/* Target bytes of level L >= 2 (0 = no target). */
-static uint64_t level_target(const compaction_opts_t *o, int level) {
-    if (o->base_level_bytes == 0) return 0;
-    uint64_t ratio = o->level_size_ratio > 1 ? (uint64_t)o->level_size_ratio : 1;
-    uint64_t t = o->base_level_bytes;
-    for (int l = 2; l < level; l++) {
-        if (t > UINT64_MAX / ratio) return UINT64_MAX;
-        t *= ratio;
+/* ---------------------------------------------------------------------- */
+/* Policy                                                                  */
+/* ---------------------------------------------------------------------- */
+
+/* t * ratio, saturating. */
+static uint64_t mul_sat(uint64_t t, uint64_t ratio) { return t > UINT64_MAX / ratio ? UINT64_MAX : t * ratio; }
+
+/* Level targets and the base level (rules in compaction.h). */
+int compaction_level_targets(const version_t *v, const compaction_opts_t *o, uint64_t target[TDB_MAX_LEVELS]) {
+    enum { LAST = TDB_MAX_LEVELS - 1 };
+    const uint64_t ratio = o->level_size_ratio > 1 ? (uint64_t)o->level_size_ratio : 1;
+    for (int l = 0; l < TDB_MAX_LEVELS; l++) target[l] = 0;
+    if (!o->dynamic_level_bytes) {
+        if (o->base_level_bytes == 0) return 2;
+        uint64_t t = o->base_level_bytes;
+        for (int l = 2; l < TDB_MAX_LEVELS; l++, t = mul_sat(t, ratio)) target[l] = t;
+        return 2;
     }
-    return t;
+    uint64_t size = 0; /* the bottom's actual size: the largest level >= 2 */
+    int first = 0;     /* first non-empty level >= 2 */
+    for (int l = 2; l < TDB_MAX_LEVELS; l++) {
+        uint64_t b = version_level_bytes(v, l);
+        if (!first && version_num_files(v, l)) first = l;
+        if (b > size) size = b;
+    }
+    target[LAST] = size;
+    int base = LAST;
+    if (o->base_level_bytes == 0) return first ? first : LAST; /* no size targets */
+    /* Shallowest level whose target S / ratio^(LAST-L) stays above
+     * base_level_bytes / ratio. */
+    const uint64_t cutoff = o->base_level_bytes / ratio;
+    for (uint64_t t = size; base > 2 && t / ratio > cutoff; t /= ratio) base--;
+    if (first && first < base) base = first; /* never jump over data */
+    for (int l = base; l < LAST; l++) {
+        uint64_t t = size;
+        for (int k = l; k < LAST; k++) t /= ratio;
+        target[l] = t > o->base_level_bytes ? t : o->base_level_bytes;
+    }
+    return base;
 }
 
-/* Urgency score of level (0 if nothing is due or it cannot run). */
-static double level_score(version_t *v, int level, const compaction_opts_t *o) {
-    int n = version_num_files(v, level);
-    if (level == 1) {
-        for (int i = 0; i < n; i++)
-            if (version_file(v, 1, i)->being_compacted) return 0; /* one level-1 compaction at a time */
-        int trig = o->l1_file_count_trigger > 0 ? o->l1_file_count_trigger : 1;
-        return (double)n / trig;
-    }
-    uint64_t target = level_target(o, level), bytes = 0;
+/* Size score of level >= 2: bytes not being compacted / target. */
+static double size_score(version_t *v, int level, uint64_t target) {
     if (target == 0) return 0;
-    for (int i = 0; i < n; i++) {
+    uint64_t bytes = 0;
+    for (int i = 0; i < version_num_files(v, level); i++) {
         file_meta_t *f = version_file(v, level, i);
         if (!f->being_compacted) bytes += f->file_size;
     }
     return (double)bytes / (double)target;
+}
+
+/* Level-1 score: files / trigger; 0 while a level-1 compaction runs. */
+static double l1_score(version_t *v, const compaction_opts_t *o, const compaction_state_t *s) {
+    int n = version_num_files(v, 1);
+    for (int i = 0; i < n; i++)
+        if (version_file(v, 1, i)->being_compacted) return 0; /* one level-1 compaction at a time */
+    for (int i = 0; s && i < s->n; i++)
+        if (s->run[i]->level == 1) return 0;
+    int trig = o->l1_file_count_trigger > 0 ? o->l1_file_count_trigger : 1;
+    return (double)n / trig;
 }
 
 /* Tombstone share of f if it qualifies for a density compaction, else 0. */
@@ -216,19 +364,23 @@ static int tomb_cand_cmp(const void *a, const void *b) {
 }
 
 /* Pick the most urgent compaction. */
-compaction_t *compaction_pick(version_t *v, const compaction_opts_t *o) {
+compaction_t *compaction_pick(version_t *v, const compaction_opts_t *o, compaction_state_t *s) {
     /* Levels that can push down: 1..TDB_MAX_LEVELS-2. */
     enum { NL = TDB_MAX_LEVELS };
     double score[NL] = {0};
     int tried[NL] = {0};
-    for (int l = 1; l < NL - 1; l++) score[l] = level_score(v, l, o);
+    uint64_t target[NL];
+    int base = compaction_level_targets(v, o, target);
+    score[1] = l1_score(v, o, s);
+    for (int l = 2; l < NL - 1; l++) score[l] = size_score(v, l, target[l]);
     for (;;) {
         int best = -1;
         for (int l = 1; l < NL - 1; l++)
             if (!tried[l] && score[l] >= 1 && (best < 0 || score[l] > score[best])) best = l;
         if (best < 0) break;
         tried[best] = 1;
-        compaction_t *c = best == 1 ? pick_whole_level(v, 1, score[1]) : pick_rotating(v, best, score[best]);
+        compaction_t *c = best == 1 ? pick_whole_level(v, 1, base, score[1], o, s)
+                                    : pick_rotating(v, best, score[best], o, s);
         if (c) return c;
     }
     /* Tombstone density: densest qualifying file first. */
@@ -256,9 +408,9 @@ compaction_t *compaction_pick(version_t *v, const compaction_opts_t *o) {
     for (int i = 0; i < ncand && !c; i++) {
         /* Only all of level 1 may move at once (see compaction.h). */
         if (cands[i].level == 1)
-            c = pick_whole_level(v, 1, cands[i].density);
+            c = pick_whole_level(v, 1, base, cands[i].density, o, s);
         else
-            c = pick_one_file(v, cands[i].level, cands[i].f, cands[i].density);
+            c = pick_one_file(v, cands[i].level, cands[i].f, cands[i].density, o, s);
     }
 out:
     free(cands);
@@ -266,16 +418,41 @@ out:
 }
 
 /* Manual compaction of a whole level. */
-compaction_t *compaction_pick_level(version_t *v, int level, const compaction_opts_t *o) {
-    (void)o;
+compaction_t *compaction_pick_level(version_t *v, int level, const compaction_opts_t *o, compaction_state_t *s) {
     if (level < 1 || level >= TDB_MAX_LEVELS) return NULL;
-    return pick_whole_level(v, level, 1.0);
+    int out = level + 1 < TDB_MAX_LEVELS ? level + 1 : level;
+    if (level == 1) {
+        uint64_t target[TDB_MAX_LEVELS];
+        out = compaction_level_targets(v, o, target);
+    }
+    return pick_whole_level(v, level, out, 1.0, o, s);
 }
 
-/* Clear marks, drop refs, free. */
-void compaction_release(compaction_t *c) {
+/* Unregister, clear marks, drop refs, free. */
+void compaction_release(compaction_state_t *s, compaction_t *c) {
     if (!c) return;
+    (void)s; /* c remembers the registry it was picked with */
+    state_remove(c->state_, c);
     for (int k = 0; k < 2; k++)
         for (int i = 0; i < c->nin[k]; i++) c->in[k][i]->being_compacted = 0;
     compaction_free(c);
+}
+
+/* Record the trivial move of c's level inputs in edit. */
+int compaction_move(const compaction_t *c, version_edit_t *edit) {
+    int rc = TDB_OK;
+    const int n_add0 = edit->n_add, n_del0 = edit->n_del;
+    if (c->level == c->output_level || c->nin[1] != 0 || c->output_level < 2 || c->output_level >= TDB_MAX_LEVELS)
+        RAISE(TDB_ERR_INVALID_ARG, "compaction move: L%d->L%d with %d output-level inputs", c->level,
+              c->output_level, c->nin[1]);
+    for (int i = 0; i < c->nin[0]; i++) {
+        TRY(version_edit_del(edit, c->level, c->in[0][i]->number));
+        TRY(version_edit_add(edit, c->output_level, c->in[0][i]));
+    }
+err:
+    if (rc != TDB_OK) {
+        while (edit->n_add > n_add0) file_meta_unref(edit->add[--edit->n_add].f);
+        edit->n_del = n_del0;
+    }
+    return rc;
 }

@@ -2,36 +2,84 @@
  * version/compaction: choosing what to compact, and writing merged data
  * (flushes and compactions) into new tables.
  *
- * Picking policy (compaction_pick, most urgent first):
- *  - level 1: file count / l1_file_count_trigger;
- *  - level L in 2..TDB_MAX_LEVELS-2: bytes not already being compacted /
- *    target(L), target(L) = base_level_bytes * level_size_ratio^(L-2)
- *    (base_level_bytes 0 disables size-triggered compaction of levels >= 2);
- *  - the highest score >= 1 that can run wins; failing that, the file with
- *    the highest tombstone share >= tombstone_density_trigger (in (0,1],
- *    else disabled) among files with >= tombstone_density_min_entries
- *    entries, at levels 1..TDB_MAX_LEVELS-2, goes into the next level.
+ * Level targets (compaction_level_targets). Level 1 has no size target (it
+ * is governed by its file count). With dynamic_level_bytes (the db's
+ * setting, modelled on RocksDB's level_compaction_dynamic_level_bytes):
+ *  - the bottom level is TDB_MAX_LEVELS-1 and its target is the actual size
+ *    S of the largest level >= 2 (the bottom itself once the tree settled);
+ *  - each level above has a target ratio times smaller:
+ *    target(L) = S / ratio^(bottom-L);
+ *  - levels whose target would be <= base_level_bytes / ratio stay empty;
+ *    the shallowest level above that cut-off is the "base" level, the one
+ *    level 1 compacts into (with S == 0 the base is the bottom itself). If
+ *    data still sits above it (legacy shapes, shrinking trees), the base is
+ *    the first non-empty level instead, so level 1 never jumps over data;
+ *  - targets of levels base..bottom-1 are at least base_level_bytes (no
+ *    "hourglass" where level 1 dwarfs the base and starves).
+ *   So about 90% of the data sits in the bottom level, the other levels
+ *   hold S/ratio, S/ratio^2, ..., and the tree has only as many levels as
+ *   S needs; each byte is rewritten about ratio+1 times per level it passes.
+ * Without it (static, the zero-initialised default): base = 2 and
+ * target(L) = base_level_bytes * ratio^(L-2). base_level_bytes 0 disables
+ * size-triggered compaction of levels >= 2 in both modes.
+ *
+ * Scores (compaction_pick, most urgent first). Each is "how far past its
+ * trigger", so they compare directly (1.0 = exactly at trigger):
+ *  - level 1: file count / l1_file_count_trigger (0 while a level-1
+ *    compaction runs: at most one at a time);
+ *  - level L in base..TDB_MAX_LEVELS-2: bytes not already being compacted /
+ *    target(L) (the bottom level never pushes down by size);
+ *  - the highest score >= 1 that can run wins (ties: the shallower level);
+ *    failing that, the file with the highest tombstone share >=
+ *    tombstone_density_trigger (in (0,1], else disabled) among files with
+ *    >= tombstone_density_min_entries entries, at levels
+ *    1..TDB_MAX_LEVELS-2, goes into the next level (level 1: the base).
  *
  * Shapes
  *  - A level-1 compaction takes every level-1 file (all or none: taking a
  *    newer file without the older ones it overlaps would let an older
- *    version shadow a newer one) plus the level-2 files overlapping their
- *    range, into level 2. Hence at most one level-1 compaction at a time.
+ *    version shadow a newer one) plus the base-level files overlapping
+ *    their range, into the base level.
  *  - A level-L (>= 2) compaction takes one file, rotating through the key
  *    space with a per-level cursor kept in the version, plus its overlaps
  *    in L+1, into L+1.
  *  - Manual (compaction_pick_level): every file of the level plus overlaps,
- *    into level+1; for the last level, a rewrite in place (bottommost).
+ *    into the next level (level 1: the base level); for the last level, a
+ *    rewrite in place (bottommost).
+ *
+ * Trivial moves (allow_trivial_move). A picked compaction with no input in
+ * the output level, whose level inputs are pairwise disjoint (always true
+ * for levels >= 2; for level 1 every file must be disjoint from the others),
+ * that moves down (level != output_level) and either does not land in the
+ * bottommost position or has no deletions (nothing a rewrite would drop;
+ * shadowed versions and expired TTL values simply stay), is marked
+ * trivial_move: compaction_move records "delete at level, add the same
+ * file_meta at output_level" and writes nothing. The file stays referenced
+ * throughout, so its obsolete callback does not fire.
+ *
+ * Concurrency (compaction_state_t). The db keeps one registry per family of
+ * the compactions in progress. compaction_pick / compaction_pick_level
+ * register what they return, compaction_release unregisters it; all under
+ * the db mutex. A candidate is refused if
+ *  - one of its inputs is marked being_compacted (an input of another);
+ *  - it is a level-1 compaction and another level-1 compaction runs;
+ *  - a running compaction has the same output level and an overlapping
+ *    user-key range [smallest, largest] (the range covers all its inputs,
+ *    hence all it writes), or its level inputs overlap the range a running
+ *    compaction writes into that level.
+ * So concurrent compactions of one family read disjoint files and write
+ * disjoint ranges of each level, and version edits of different ones
+ * commute. With a NULL registry only the input marks apply.
  *
  * Invariants
  *  - A file is an input of at most one running compaction: picking marks
  *    inputs being_compacted and never picks a set touching a marked file;
  *    compaction_release clears the marks. Both run under the db mutex.
  *  - Output key ranges of concurrent compactions into one level are
- *    disjoint: any file of the output level overlapping the inputs is an
- *    input, so a second compaction over that range finds it marked.
+ *    disjoint (registry rule above).
  *  - A compaction holds a reference on each input file meta until release,
- *    so inputs stay on disk while it reads them.
+ *    so inputs stay on disk while it reads them, and its range slices stay
+ *    valid.
  *  - bottommost = no level below output_level has files overlapping the
  *    inputs' user-key range; only then may tombstones and expired TTL
  *    values be dropped (nothing older can resurface).
@@ -53,14 +101,20 @@
 extern "C" {
 #endif
 
+/* Policy settings. A zeroed struct plus the first six fields gives the
+ * static policy without trivial moves (fields were appended). */
 typedef struct compaction_opts {
     int l1_file_count_trigger;
     int level_size_ratio;
-    uint64_t base_level_bytes; /* target size of level 2 */
+    uint64_t base_level_bytes; /* target of the base level (static: level 2) */
     uint64_t target_file_size;
     double tombstone_density_trigger;
     uint64_t tombstone_density_min_entries;
+    int dynamic_level_bytes; /* 1: targets from the bottom level's size */
+    int allow_trivial_move;  /* 1: move instead of rewrite when allowed */
 } compaction_opts_t;
+
+typedef struct compaction_state compaction_state_t;
 
 typedef struct compaction {
     int level, output_level;
@@ -68,17 +122,45 @@ typedef struct compaction {
     file_meta_t **in[2];   /* each holds a file ref until release */
     int bottommost;
     double score;          /* what made it urgent (>= 1 for count/size) */
+    int trivial_move;      /* run with compaction_move: no rewrite */
+    slice_t smallest, largest; /* user-key range of all inputs (borrowed
+                                  from the input metas) */
+    compaction_state_t *state_; /* registry it is in (internal) */
 } compaction_t;
 
-/* Most urgent compaction of v, inputs marked being_compacted; NULL if none
+/* Registry of a family's compactions in progress (see above). */
+compaction_state_t *compaction_state_create(void);
+/* Free s; every compaction picked with it must have been released. */
+void compaction_state_free(compaction_state_t *s);
+/* Compactions registered in s (0 for NULL). Caller holds the db mutex. */
+int compaction_state_running(const compaction_state_t *s);
+
+/* Target bytes of each level of v under o (0 = no size target: levels 0
+ * and 1, levels above the base, or base_level_bytes 0); target[last] is the
+ * bottom's reference size. Returns the base level (where level 1 goes).
+ * Caller holds the db mutex or owns v. */
+int compaction_level_targets(const version_t *v, const compaction_opts_t *o, uint64_t target[TDB_MAX_LEVELS]);
+
+/* Most urgent compaction of v that does not conflict with those in s (may
+ * be NULL), inputs marked being_compacted and registered in s; NULL if none
  * is due or every due one is blocked. Caller holds the db mutex and passes
  * the current version (it records the rotation cursor). */
-compaction_t *compaction_pick(version_t *v, const compaction_opts_t *o);
-/* Manual compaction of `level` (1..TDB_MAX_LEVELS-1): NULL if the level is
- * empty or an input is already being compacted. Caller holds the db mutex. */
-compaction_t *compaction_pick_level(version_t *v, int level, const compaction_opts_t *o);
-/* Clear being_compacted, drop input refs, free c. Caller holds the db mutex. */
-void compaction_release(compaction_t *c);
+compaction_t *compaction_pick(version_t *v, const compaction_opts_t *o, compaction_state_t *s);
+/* Manual compaction of `level` (1..TDB_MAX_LEVELS-1), registered in s (may
+ * be NULL): NULL if the level is empty, an input is already being
+ * compacted, or it conflicts with a compaction in s. Caller holds the db
+ * mutex. */
+compaction_t *compaction_pick_level(version_t *v, int level, const compaction_opts_t *o, compaction_state_t *s);
+/* Unregister c from s (the registry it was picked with; NULL if none),
+ * clear being_compacted, drop input refs, free c. Caller holds the db
+ * mutex. */
+void compaction_release(compaction_state_t *s, compaction_t *c);
+
+/* Record a trivial move of c in edit: each level input deleted from
+ * c->level and the same file_meta added at c->output_level (the edit takes
+ * a reference). No I/O; runs without the db mutex. On error edit is left
+ * as it was. */
+int compaction_move(const compaction_t *c, version_edit_t *edit);
 
 /* Shared by flush and compaction. */
 typedef struct table_write_ctx {
@@ -112,8 +194,9 @@ typedef struct table_write_ctx {
 int table_write_from_iter(iter_t *input, table_write_ctx_t *ctx, int out_level, version_edit_t *edit);
 
 /* Run c: merge its inputs (read through tc), write with ctx (ctx->bottommost
- * is set from c), and add the deletion of every input to edit. Runs without
- * the db mutex. On error edit is left as it was. */
+ * is set from c), and add the deletion of every input to edit. Rewrites
+ * even when c->trivial_move is set (callers use compaction_move then).
+ * Runs without the db mutex. On error edit is left as it was. */
 int compaction_run(compaction_t *c, table_cache_t *tc, table_write_ctx_t *ctx, version_edit_t *edit);
 
 #ifdef __cplusplus

@@ -8,7 +8,8 @@
  * (said in describe()). LevelDB exposes neither stall time nor a way to wait
  * for compactions: wait_idle polls until the "leveldb.stats" text and this
  * process's write_bytes both stay unchanged for three 100 ms polls with
- * fewer than four level-0 files (LevelDB's compaction trigger).
+ * fewer than four level-0 files (LevelDB's compaction trigger), giving up
+ * after 15 minutes.
  */
 #include "engine.h"
 #include "sysstat.h"
@@ -250,7 +251,12 @@ static int ldbe_wait_idle(void *db)
     char *prev = NULL;
     int64_t prev_io = -1;
     int quiet = 0;
-    while (quiet < 3) {
+    for (long polls = 0; quiet < 3; polls++) {
+        if (polls > 15L * 60 * 10) {
+            fprintf(stderr, "leveldb: wait_idle: still busy after 15 minutes\n");
+            leveldb_free(prev);
+            return -1;
+        }
         struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);
         char *cur = leveldb_property_value(a->db, "leveldb.stats");

@@ -256,7 +256,9 @@ static uint64_t rdbe_prop(rdb_adapter_t *a, const char *name)
 }
 
 /* Poll until no flush or compaction is pending or running, twice in a row
- * 10 ms apart (RocksDB has no blocking wait in this version's C API). */
+ * 10 ms apart (this version's C API has no blocking wait). Fails if a
+ * background error appears (the work would never finish) or after 15
+ * minutes. */
 static int rdbe_wait_idle(void *db)
 {
     static const char *const props[] = {
@@ -264,8 +266,17 @@ static int rdbe_wait_idle(void *db)
         "rocksdb.num-running-flushes", "rocksdb.num-running-compactions",
     };
     rdb_adapter_t *a = db;
+    uint64_t errors = rdbe_prop(a, "rocksdb.background-errors");
     int quiet = 0;
-    while (quiet < 2) {
+    for (long polls = 0; quiet < 2; polls++) {
+        if (rdbe_prop(a, "rocksdb.background-errors") > errors) {
+            fprintf(stderr, "rocksdb: wait_idle: background error (see LOG)\n");
+            return -1;
+        }
+        if (polls > 15L * 60 * 100) {
+            fprintf(stderr, "rocksdb: wait_idle: still busy after 15 minutes\n");
+            return -1;
+        }
         uint64_t busy = 0;
         for (size_t i = 0; i < sizeof(props) / sizeof(props[0]); i++)
             busy += rdbe_prop(a, props[i]);

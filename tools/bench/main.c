@@ -20,11 +20,13 @@
 #include "workload.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -324,6 +326,16 @@ int main(int argc, char **argv)
     }
     if (sys_mkdir_p(o.db) != 0) {
         fprintf(stderr, "tdb_bench: cannot create --db %s\n", o.db);
+        return 2;
+    }
+
+    /* Two runs sharing --db would delete each other's databases. */
+    char lock_path[PATH_MAX + 32];
+    snprintf(lock_path, sizeof(lock_path), "%s/.tdb_bench.lock", o.db);
+    int lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        fprintf(stderr, "tdb_bench: %s is in use by another tdb_bench run "
+                        "(pass a different --db)\n", o.db);
         return 2;
     }
 
