@@ -115,7 +115,8 @@ size_t lock_owner_held(const lock_owner_t *o);
 /* Undo acquisitions recorded after the count was `mark` (rollback to
  * savepoint): locks first taken after the mark are released; an upgrade
  * made after the mark is downgraded back to shared. Wakes waiters that
- * become grantable. mark >= count: nothing. */
+ * become grantable. mark >= count: nothing. Like savepoints, marks taken
+ * after `mark` are invalidated by it. */
 void lock_release_since(lock_owner_t *o, size_t mark);
 /* Release every lock of the owner (count becomes 0). */
 void lock_release_all(lock_owner_t *o);

@@ -66,9 +66,10 @@ size_t wbuf_bytes(const wbuf_t *w);
 /* Savepoint position (the undo log length). */
 uint64_t wbuf_mark(const wbuf_t *w);
 /* Restore exactly the state at mark: entries created after it disappear,
- * replaced ones come back. TDB_ERR_INVALID_ARG if mark is past the current
- * position (e.g. taken before a wbuf_clear or a rollback to an earlier
- * mark). */
+ * replaced ones come back. Marks taken after `mark` are invalidated (the
+ * caller drops those savepoints: once new puts move the position past them
+ * again they would name a different state). TDB_ERR_INVALID_ARG if mark is
+ * past the current position. */
 int wbuf_rollback_to(wbuf_t *w, uint64_t mark);
 /* Visit live entries in (cf_id, key bytewise) order; stops early and
  * returns fn's value if it is non-zero, else 0. fn may put or roll back
