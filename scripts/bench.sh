@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
-cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -G Ninja -S . -B build -U TDB_SUBSYSTEMS -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target tdb_bench
 
 mkdir -p results

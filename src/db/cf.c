@@ -82,6 +82,11 @@ int cf_install_sv(tdb_cf_t *cf) {
     }
     sv->version = cf->current;
     version_ref(sv->version);
+    for (int l = 1; l < TDB_MAX_LEVELS; l++)
+        for (int i = 0; i < version_num_files(sv->version, l); i++) {
+            uint64_t m = version_file(sv->version, l, i)->max_seq;
+            if (m > sv->max_file_seq) sv->max_file_seq = m;
+        }
     pthread_mutex_lock(&cf->db->sv_mu);
     superversion_t *old = cf->sv;
     cf->sv = sv;

@@ -70,6 +70,7 @@ typedef struct superversion {
     int nimm;
     memtable_t **imm; /* newest first */
     version_t *version;
+    uint64_t max_file_seq; /* newest sequence in any table of version */
 } superversion_t;
 
 struct tdb_cf {
@@ -98,6 +99,7 @@ struct tdb_cf {
 typedef struct group_keys {
     uint64_t *slots;
     size_t cap, n;
+    uint64_t range_del_cfs; /* bit (cf_id % 64): a range delete was written */
 } group_keys_t;
 int group_keys_add(group_keys_t *g, uint32_t cf_id, slice_t key);
 int group_keys_has(const group_keys_t *g, uint32_t cf_id, slice_t key);
@@ -196,7 +198,8 @@ int db_cf_sync_mode(const tdb_t *db, const tdb_cf_t *cf);
 /* ---- db/batch.c: the batch format is the WAL record payload ----
  *   fixed64 first sequence | fixed32 count | entries
  *   entry: type byte | varint32 cf id | lenprefixed key | [lenprefixed value]
- * Values of KT_PUT_TTL carry fixed64 expiry first. */
+ * Values of KT_PUT_TTL carry fixed64 expiry first. KT_RANGE_DELETE has a
+ * value too: the end key (exclusive; key < value). */
 typedef struct batch_entry {
     unsigned type;
     uint32_t cf_id;
@@ -241,11 +244,13 @@ int db_switch_memtable(tdb_t *db, tdb_cf_t *cf);
 int db_apply_batch(tdb_t *db, slice_t rep, uint64_t min_log_for_cf_skip);
 /* Commit a batch through the write queue with an optional validation. */
 int db_write_validated(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx);
-/* Newest committed entry of key in cf (any type, incl. deletions): 1 and its
- * sequence, 0 if the key has no entry, <0 on error. */
+/* Newest committed entry of key in cf (any type, incl. deletions and range
+ * tombstones covering key): 1 and its sequence, 0 if the key has no entry,
+ * <0 on error. */
 int db_latest_seq(tdb_t *db, tdb_cf_t *cf, slice_t key, uint64_t *seq);
-/* 1 if any entry with user key in [lo, hi] (NULL = unbounded) has a sequence
- * above `since`, 0 if none, <0 on error. */
+/* 1 if any entry with user key in [lo, hi] (NULL = unbounded), or any range
+ * tombstone overlapping it, has a sequence above `since`, 0 if none, <0 on
+ * error. */
 int db_range_changed(tdb_t *db, tdb_cf_t *cf, const slice_t *lo, const slice_t *hi, uint64_t since);
 void *db_sync_thread(void *arg);
 void db_enter_exclusive(tdb_t *db, writer_t *w);
@@ -280,6 +285,9 @@ typedef void (*db_iter_observer_fn)(void *ctx, const slice_t *key, int dir);
 void db_iter_set_observer(tdb_iter_t *it, db_iter_observer_fn fn, void *ctx);
 /* Call fn(ctx) when the iterator is destroyed. */
 void db_iter_set_destroy_hook(tdb_iter_t *it, void (*fn)(void *), void *ctx);
+/* 1 if a range tombstone visible to the iterator with sequence above
+ * `since` overlaps the user keys [lo, hi] (NULL = unbounded), else 0. */
+int db_iter_range_dels_changed(tdb_iter_t *it, const slice_t *lo, const slice_t *hi, uint64_t since);
 
 /* ---- db/recovery.c ---- */
 int db_recover(tdb_t *db, bool *created);

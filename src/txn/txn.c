@@ -60,6 +60,7 @@ struct tdb_txn {
     savepoint_t *sps;
     int nsps, capsps;
     int open_iters;
+    tdb_batch_t *batch; /* commit batch, reused across runs */
 };
 
 void tdb_txn_options_default(tdb_txn_options_t *o) {
@@ -87,7 +88,7 @@ static void txn_end(tdb_txn_t *t, int state) {
     if (t->locks) lock_release_all(t->locks);
     if (t->snap) tdb_snapshot_release(t->db, t->snap);
     t->snap = NULL;
-    wbuf_clear(t->wb);
+    if (t->wb) wbuf_clear(t->wb);
     buf_clear(&t->reads);
     for (int i = 0; i < t->nranges; i++) {
         buf_free(&t->ranges[i]->lo);
@@ -148,8 +149,7 @@ int tdb_txn_begin(tdb_t *db, const tdb_txn_options_t *opts, tdb_txn_t **out) {
     tdb_txn_t *t = (tdb_txn_t *)calloc(1, sizeof *t);
     if (!t) return tdb_err(TDB_ERR_NOMEM, "transaction");
     t->db = db;
-    t->wb = wbuf_create();
-    int rc = t->wb ? txn_start(t, opts) : tdb_err(TDB_ERR_NOMEM, "write buffer");
+    int rc = txn_start(t, opts); /* the write buffer is created on first write */
     if (rc != TDB_OK) {
         t->state = TXN_FAILED;
         tdb_txn_free(t);
@@ -175,6 +175,7 @@ void tdb_txn_free(tdb_txn_t *t) {
     if (t->state == TXN_ACTIVE || t->snap) txn_end(t, TXN_ROLLED_BACK);
     if (t->locks) lock_owner_destroy(t->locks);
     if (t->wb) wbuf_destroy(t->wb);
+    tdb_batch_destroy(t->batch);
     buf_free(&t->reads);
     free(t->ranges);
     free(t->sps);
@@ -238,6 +239,7 @@ static int txn_write(tdb_txn_t *t, tdb_cf_t *cf, unsigned type, const void *key,
     if (vlen > TDB_MAX_VALUE_SIZE) RAISE(TDB_ERR_TOO_LARGE, "value of %zu bytes exceeds %u", vlen, TDB_MAX_VALUE_SIZE);
     if (vlen && !val) RAISE(TDB_ERR_INVALID_ARG, "value is NULL with length %zu", vlen);
     if (ttl < 0) RAISE(TDB_ERR_INVALID_ARG, "negative ttl");
+    if (!t->wb && !(t->wb = wbuf_create())) RAISE(TDB_ERR_NOMEM, "write buffer");
     if (wbuf_bytes(t->wb) + klen + vlen > t->opts.max_bytes)
         RAISE(TDB_ERR_TOO_LARGE, "transaction exceeds its %zu-byte budget", t->opts.max_bytes);
     slice_t k = slice_make(key, klen);
@@ -265,11 +267,16 @@ int tdb_txn_delete(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t klen) {
     return txn_write(t, cf, KT_DELETE, key, klen, NULL, 0, 0);
 }
 
+/* Buffered like a delete; committed as KT_SINGLE_DELETE (docs/design/deletes.md). */
+int tdb_txn_single_delete(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t klen) {
+    return txn_write(t, cf, KT_SINGLE_DELETE, key, klen, NULL, 0, 0);
+}
+
 /* Read through the transaction; `latest` reads committed data (locking reads). */
 static int txn_read(tdb_txn_t *t, tdb_cf_t *cf, slice_t key, bool latest, void **val, size_t *vlen) {
     unsigned type;
     slice_t raw, v;
-    if (wbuf_get(t->wb, cf->id, key, &type, &raw)) {
+    if (t->wb && wbuf_get(t->wb, cf->id, key, &type, &raw)) {
         if (!kt_is_value(type) || !db_value_live(type, raw, db_now_unix(), &v)) return TDB_ERR_NOT_FOUND;
         char *p = (char *)malloc(v.size ? v.size : 1);
         if (!p) return tdb_err(TDB_ERR_NOMEM, "value");
@@ -372,6 +379,7 @@ int tdb_txn_iter_create(tdb_txn_t *t, tdb_cf_t *cf, tdb_iter_t **out) {
         r->empty = true;
         t->ranges[t->nranges++] = r;
     }
+    if (!t->wb && !(t->wb = wbuf_create())) return tdb_err(TDB_ERR_NOMEM, "write buffer");
     iter_t *overlay = wbuf_iter(t->wb, cf->id);
     if (!overlay) return tdb_err(TDB_ERR_NOMEM, "transaction iterator");
     uint64_t seq = uses_snapshot(t) ? t->snap_seq : atomic_load(&t->db->visible_seq);
@@ -431,7 +439,7 @@ static int validate(void *ctx, tdb_t *db, const group_keys_t *earlier) {
     validate_ctx_t v = {t, earlier};
     int rc = TDB_OK;
     (void)db;
-    if (checks_writes(t)) {
+    if (checks_writes(t) && t->wb) {
         rc = wbuf_foreach(t->wb, check_written, &v);
         if (rc != TDB_OK) return rc;
     }
@@ -467,22 +475,21 @@ int tdb_txn_commit(tdb_txn_t *t) {
     if (rc != TDB_OK) return rc;
     if (t->open_iters) return tdb_err(TDB_ERR_INVALID_ARG, "destroy the transaction's iterators first");
     bool check_reads = t->reads.size || t->nranges;
-    if (wbuf_count(t->wb) == 0) {
+    if (!t->wb || wbuf_count(t->wb) == 0) {
         /* Read-only: validation needs no commit slot; a conservative answer
          * (a concurrent commit seen as a change) only costs a retry. */
         if (check_reads) rc = validate(t, t->db, NULL);
         txn_end(t, rc == TDB_OK ? TXN_COMMITTED : TXN_FAILED);
         return rc;
     }
-    tdb_batch_t *b = NULL;
-    rc = tdb_batch_create(&b);
+    if (!t->batch) rc = tdb_batch_create(&t->batch);
+    else tdb_batch_clear(t->batch);
     if (rc == TDB_OK) {
-        build_ctx_t c = {t, b};
+        build_ctx_t c = {t, t->batch};
         rc = wbuf_foreach(t->wb, build_entry, &c);
     }
     if (rc == TDB_OK)
-        rc = db_write_validated(t->db, b, (checks_writes(t) || check_reads) ? validate : NULL, t);
-    tdb_batch_destroy(b);
+        rc = db_write_validated(t->db, t->batch, (checks_writes(t) || check_reads) ? validate : NULL, t);
     txn_end(t, rc == TDB_OK ? TXN_COMMITTED : TXN_FAILED);
     return rc;
 }
@@ -521,6 +528,7 @@ int tdb_txn_savepoint(tdb_txn_t *t, const char *name) {
     }
     savepoint_t *sp = &t->sps[t->nsps];
     if (!(sp->name = strdup(name))) return tdb_err(TDB_ERR_NOMEM, "savepoint");
+    if (!t->wb && !(t->wb = wbuf_create())) return tdb_err(TDB_ERR_NOMEM, "write buffer");
     sp->wb_mark = wbuf_mark(t->wb);
     sp->lock_mark = t->locks ? lock_owner_count(t->locks) : 0;
     t->nsps++;

@@ -71,6 +71,16 @@ typedef struct engine_vtable {
     const char *(*iter_value)(void *it, size_t *vl);
     void (*iter_free)(void *it);
 
+    /* Optional (NULL when the engine has no transactions): one put in its
+     * own transaction, committed; and a point get through a read-only
+     * snapshot transaction. *ctx is per-thread state the adapter keeps
+     * between calls (NULL at first), released with txn_ctx_free. */
+    int  (*txn_put)(void *db, void **ctx, const char *k, size_t kl,
+                    const char *v, size_t vl);
+    int  (*snapshot_get)(void *db, void **ctx, const char *k, size_t kl,
+                         size_t *vlen);
+    void (*txn_ctx_free)(void *ctx);
+
     /* Wait until no flush or compaction is queued or running. */
     int  (*wait_idle)(void *db);
     void (*stats)(void *db, engine_stats_t *out);

@@ -268,6 +268,51 @@ static void tdbe_stats(void *db, engine_stats_t *out)
         out->stall_micros = (int64_t)st.stall_micros;
 }
 
+/* One put in its own transaction (SNAPSHOT isolation, the default), reusing
+ * the thread's transaction handle through reset. */
+static int tdbe_txn_put(void *db, void **ctx, const char *k, size_t kl, const char *v, size_t vl)
+{
+    tdb_adapter_t *a = db;
+    tdb_txn_t *t = *ctx;
+    int rc = t ? tdb_txn_reset(t, NULL) : tdb_txn_begin(a->db, NULL, &t);
+    if (rc != TDB_OK)
+        return tdbe_fail("txn_begin", rc);
+    *ctx = t;
+    rc = tdb_txn_put(t, a->cf, k, kl, v, vl, 0);
+    if (rc == TDB_OK)
+        rc = tdb_txn_commit(t);
+    return rc == TDB_OK ? 0 : tdbe_fail("txn_put", rc);
+}
+
+/* A get through a read-only SNAPSHOT transaction (begun per get). */
+static int tdbe_snapshot_get(void *db, void **ctx, const char *k, size_t kl, size_t *vlen)
+{
+    tdb_adapter_t *a = db;
+    tdb_txn_t *t = *ctx;
+    tdb_txn_options_t o;
+    tdb_txn_options_default(&o);
+    o.read_only = 1;
+    int rc = t ? tdb_txn_reset(t, &o) : tdb_txn_begin(a->db, &o, &t);
+    if (rc != TDB_OK)
+        return tdbe_fail("txn_begin", rc);
+    *ctx = t;
+    void *v;
+    size_t n;
+    rc = tdb_txn_get(t, a->cf, k, kl, &v, &n);
+    if (rc == TDB_ERR_NOT_FOUND) {
+        tdb_txn_commit(t);
+        return 0;
+    }
+    if (rc != TDB_OK)
+        return tdbe_fail("txn_get", rc);
+    *vlen = n;
+    tdb_free(v);
+    tdb_txn_commit(t);
+    return 1;
+}
+
+static void tdbe_txn_ctx_free(void *ctx) { tdb_txn_free(ctx); }
+
 const engine_vtable_t engine_tidesdb = {
     .name = "tidesdb",
     .describe = tdbe_describe,
@@ -288,6 +333,9 @@ const engine_vtable_t engine_tidesdb = {
     .iter_key = tdbe_iter_key,
     .iter_value = tdbe_iter_value,
     .iter_free = tdbe_iter_free,
+    .txn_put = tdbe_txn_put,
+    .snapshot_get = tdbe_snapshot_get,
+    .txn_ctx_free = tdbe_txn_ctx_free,
     .wait_idle = tdbe_wait_idle,
     .stats = tdbe_stats,
 };

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MIB (1024.0 * 1024.0)
 
@@ -43,7 +44,11 @@ const char *workload_help(void)
            "  readseq              one thread iterates from the first key (reads entries)\n"
            "  readwhilewriting     threads-1 readers (random reads) + 1 random writer;\n"
            "                       reports the readers\n"
-           "  deleterandom         num deletes of random keys\n";
+           "  deleterandom         num deletes of random keys\n"
+           "  txnput               overwrite where each put is its own transaction\n"
+           "                       (engines with transactions; compare with overwrite)\n"
+           "  snapshotget          readrandom through read-only snapshot transactions\n"
+           "                       (compare with readrandom)\n";
 }
 
 /* Parse a workload name. */
@@ -84,6 +89,12 @@ int workload_parse(const char *name, int batch_size, workload_t *out)
         out->kind = WL_DELETERANDOM;
         out->batch = 1;
         out->writes = 1;
+    } else if (strcmp(name, "txnput") == 0) {
+        out->kind = WL_TXNPUT;
+        out->batch = 1;
+        out->writes = 1;
+    } else if (strcmp(name, "snapshotget") == 0) {
+        out->kind = WL_SNAPSHOTGET;
     } else if (strcmp(name, "readwhilewriting") == 0) {
         out->kind = WL_READWHILEWRITING;
         out->writes = 1;
@@ -227,7 +238,7 @@ static void do_writes(worker_t *k, char *key)
     rng_seed(&rng, k->seed);
     value_cursor_t vc;
     value_cursor_init(&vc, &r->pool, rng_next(&rng));
-    void *b = NULL;
+    void *b = NULL, *tctx = NULL;
     uint64_t *ids = malloc(batch * sizeof(*ids));
     if (!ids || (batch > 1 && !(b = vt->batch_new(r->db)))) {
         k->failed = 1;
@@ -246,6 +257,8 @@ static void do_writes(worker_t *k, char *key)
             key_encode(key, ks, ids[j]);
             if (batch > 1)
                 rc = vt->batch_put(b, key, ks, value_next(&vc, vs), vs);
+            else if (k->w->kind == WL_TXNPUT)
+                rc = vt->txn_put(r->db, &tctx, key, ks, value_next(&vc, vs), vs);
             else if (del)
                 rc = vt->del(r->db, key, ks);
             else
@@ -271,6 +284,8 @@ static void do_writes(worker_t *k, char *key)
     }
     if (b)
         vt->batch_free(b);
+    if (tctx)
+        vt->txn_ctx_free(tctx);
     free(ids);
 }
 
@@ -281,11 +296,13 @@ static void do_reads(worker_t *k, char *key)
     size_t ks = r->o->key_size;
     rng_t rng;
     rng_seed(&rng, k->seed);
+    void *tctx = NULL;
     uint64_t prev = sys_now_ns();
     for (uint64_t i = 0; i < k->target; i++) {
         key_encode(key, ks, rng_uniform(&rng, r->o->num));
         size_t vl = 0;
-        int rc = r->vt->get(r->db, key, ks, &vl);
+        int rc = k->w->kind == WL_SNAPSHOTGET ? r->vt->snapshot_get(r->db, &tctx, key, ks, &vl)
+                                              : r->vt->get(r->db, key, ks, &vl);
         if (rc < 0) {
             k->failed = 1;
             break;
@@ -298,6 +315,8 @@ static void do_reads(worker_t *k, char *key)
         if (worker_tick(k, &prev))
             break;
     }
+    if (tctx)
+        r->vt->txn_ctx_free(tctx);
 }
 
 /* Read the entry under an iterator and return its size. */
@@ -389,8 +408,10 @@ static void *worker_main(void *arg)
         case WL_FILLRANDOM:
         case WL_OVERWRITE:
         case WL_DELETERANDOM:
+        case WL_TXNPUT:
             do_writes(k, key);
             break;
+        case WL_SNAPSHOTGET:
         case WL_READRANDOM:
         case WL_READRANDOM_COLD:
         case WL_READWHILEWRITING:
@@ -421,7 +442,8 @@ static void step_shape(const engine_run_t *r, const workload_t *w,
     case WL_FILLSEQ: t = 1; n = o->num; break;
     case WL_FILLRANDOM:
     case WL_OVERWRITE:
-    case WL_DELETERANDOM: n = o->num; break;
+    case WL_DELETERANDOM:
+    case WL_TXNPUT: n = o->num; break;
     case WL_READSEQ: t = 1; break;
     case WL_SCAN: n = o->reads / (uint64_t)(w->nexts >= 20 ? w->nexts / 10 : 1); break;
     case WL_READWHILEWRITING: t = o->threads > 1 ? o->threads - 1 : 1; break;
@@ -441,6 +463,9 @@ static double step_threads(engine_run_t *r, const workload_t *w, int step,
     pthread_barrier_t bar;
     pthread_t tids[BENCH_MAX_THREADS + 1];
     pthread_barrier_init(&bar, NULL, (unsigned)n + 1);
+    uint64_t deadline = r->o->duration > 0
+                            ? sys_now_ns() + (uint64_t)(r->o->duration * 1e9)
+                            : 0;
     for (int i = 0; i < n; i++) {
         worker_t *k = &ws[i];
         k->r = r;
@@ -452,14 +477,17 @@ static double step_threads(engine_run_t *r, const workload_t *w, int step,
                               : total / (uint64_t)measured +
                                     ((uint64_t)i < total % (uint64_t)measured);
         k->seed = r->o->seed * 1000003u + (uint64_t)step * 1009u + (uint64_t)i;
+        k->deadline = deadline;
         hist_init(&k->hist);
-        pthread_create(&tids[i], NULL, worker_main, k);
+        if (pthread_create(&tids[i], NULL, worker_main, k) != 0) {
+            /* The barrier would never open: give up on this process; the
+             * parent reports the engine as failed. */
+            fprintf(stderr, "%s: cannot start a thread\n", r->vt->name);
+            _exit(1);
+        }
     }
     pthread_barrier_wait(&bar);
     uint64_t t0 = sys_now_ns();
-    if (r->o->duration > 0)
-        for (int i = 0; i < n; i++)
-            ws[i].deadline = t0 + (uint64_t)(r->o->duration * 1e9);
     uint64_t t1 = t0;
     for (int i = 0; i < measured; i++) {
         pthread_join(tids[i], NULL);
@@ -523,6 +551,10 @@ void engine_run_step(engine_run_t *r, const workload_t *w, int step,
     snprintf(out->workload, sizeof(out->workload), "%s", w->name);
     out->write_amp = out->space_amp = out->stall_ms = -1;
     char note[sizeof(out->note)] = "";
+    if ((w->kind == WL_TXNPUT && !vt->txn_put) || (w->kind == WL_SNAPSHOTGET && !vt->snapshot_get)) {
+        snprintf(out->note, sizeof(out->note), "n/a: engine adapter has no transactions");
+        return;
+    }
     if (step_prepare(r, w, note, sizeof(note)) != 0 || !r->db) {
         snprintf(out->note, sizeof(out->note), "%sopen/prepare failed", note);
         return;
@@ -600,7 +632,9 @@ void engine_run_step(engine_run_t *r, const workload_t *w, int step,
 
     if (w->kind == WL_READRANDOM_COLD) {
         run_close(r);
-        if (run_open(r, o->es.cache_size) != 0 || run_warm(r) != 0)
+        if (run_open(r, o->es.cache_size) != 0 || run_warm(r) != 0) {
             out->ok = 0;
+            note_add(out->note, sizeof(out->note), "reopen after the step failed; ");
+        }
     }
 }

@@ -30,6 +30,8 @@ typedef enum {
     WL_READSEQ,
     WL_DELETERANDOM,
     WL_READWHILEWRITING,
+    WL_TXNPUT,       /* overwrite, each put its own transaction          */
+    WL_SNAPSHOTGET,  /* readrandom through read-only snapshot transactions */
 } wl_kind_t;
 
 typedef struct workload {
