@@ -196,6 +196,24 @@ int  tdb_batch_put(tdb_batch_t *b, tdb_cf_t *cf, const void *key, size_t klen,
                    const void *val, size_t vlen, int64_t ttl_seconds);
 int  tdb_batch_delete(tdb_batch_t *b, tdb_cf_t *cf, const void *key,
                       size_t klen);
+/* Delete every key k with start <= k < end (bytewise; start must sort
+ * before end, else TDB_ERR_INVALID_ARG; both 1..TDB_MAX_KEY_SIZE bytes).
+ * Costs one entry whatever the range holds: gets and iterators (also of
+ * transactions) stop seeing the keys at once, snapshots taken before keep
+ * seeing them, and compaction reclaims the space later. Keys written after
+ * it (later in the batch, or later batches) are not affected. */
+int  tdb_batch_delete_range(tdb_batch_t *b, tdb_cf_t *cf, const void *start,
+                            size_t slen, const void *end, size_t elen);
+/* Delete a key that was written (put) exactly once since it was last
+ * deleted, or never: reads treat it as a delete, and compaction drops it
+ * together with that one put as soon as they meet, instead of keeping a
+ * tombstone down to the last level. Meant for keys written once, such as
+ * secondary-index entries. If the key was put more than once since its
+ * last delete (or the put overwrote a TTL value, etc.) the result is
+ * undefined: an older put may reappear. Never mix it with tdb_delete or
+ * a second put of the same key before the single delete. */
+int  tdb_batch_single_delete(tdb_batch_t *b, tdb_cf_t *cf, const void *key,
+                             size_t klen);
 size_t tdb_batch_count(const tdb_batch_t *b);
 
 /* Apply a batch. Durable when it returns per the strictest sync mode among
@@ -204,6 +222,13 @@ int tdb_write(tdb_t *db, tdb_batch_t *b);
 int tdb_put(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen,
             const void *val, size_t vlen, int64_t ttl_seconds);
 int tdb_delete(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen);
+/* Make every write acknowledged so far durable (fsync the WAL), whatever
+ * the column families' sync modes: e.g. after DDL in NONE mode. */
+int tdb_sync(tdb_t *db);
+/* One-operation batches of tdb_batch_delete_range / tdb_batch_single_delete. */
+int tdb_delete_range(tdb_t *db, tdb_cf_t *cf, const void *start, size_t slen,
+                     const void *end, size_t elen);
+int tdb_single_delete(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen);
 
 /* ---------------------------------------------------------------------- */
 /* Reads                                                                   */
@@ -288,6 +313,10 @@ int  tdb_txn_begin(tdb_t *db, const tdb_txn_options_t *opts, tdb_txn_t **out);
 int  tdb_txn_put(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t klen,
                  const void *val, size_t vlen, int64_t ttl_seconds);
 int  tdb_txn_delete(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t klen);
+/* Buffered single delete (see tdb_batch_single_delete for the contract);
+ * conflict-checked like a delete. */
+int  tdb_txn_single_delete(tdb_txn_t *t, tdb_cf_t *cf, const void *key,
+                           size_t klen);
 /* Read through the transaction: its own writes first, then the database
  * at the isolation level's snapshot. */
 int  tdb_txn_get(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t klen,

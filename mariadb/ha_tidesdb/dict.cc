@@ -1,6 +1,8 @@
 /* dict: tables -> column families, DDL, persisted counters (see dict.h). */
 #include "dict.h"
 
+#include "sysvars.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -84,9 +86,13 @@ static bool record_decode(const uchar *p, size_t len, TableRecord *r) {
   return p == end;
 }
 
-/* Synced write of a DDL batch (the dictionary family is FULL). */
+/* Synced write of a DDL batch (the dictionary family is FULL). In unified
+ * memtable mode one sync mode governs every family: when it is weaker than
+ * FULL, flush the batch to disk so DDL stays durable. */
 static int write_batch(tdb_batch_t *b) {
   int rc = tdb_write(s_db, b);
+  if (rc == TDB_OK && g_unified_active && sysvars_unified_sync_mode() != TDB_SYNC_FULL)
+    rc = tdb_flush(s_db, s_dict);
   return rc == TDB_OK ? 0 : map_tdb_error(rc);
 }
 

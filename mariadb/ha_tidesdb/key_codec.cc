@@ -32,6 +32,7 @@ void IndexCodec::init(const KEY *key) {
     KeyPartCodec c;
     c.field = kp->field;
     c.nullable = kp->field->real_maybe_null();
+    c.reverse = (kp->key_part_flag & HA_REVERSE_SORT) != 0;
     c.nchars = 0;
     c.nbytes = 0;
     if (is_plain_string(c.field)) {
@@ -59,6 +60,11 @@ void IndexCodec::init(const KEY *key) {
   }
 }
 
+/* Invert bytes [b, e): reverses the memcmp order of a fixed-length part. */
+static void complement(uchar *b, uchar *e) {
+  for (; b < e; b++) *b = (uchar)~*b;
+}
+
 /* Encode the first nparts parts of rec into out; true if any was NULL. */
 bool IndexCodec::encode(TABLE *table, const uchar *rec, uint nparts, uchar *out) const {
   my_ptrdiff_t diff = (my_ptrdiff_t)(rec - table->record[0]);
@@ -66,12 +72,14 @@ bool IndexCodec::encode(TABLE *table, const uchar *rec, uint nparts, uchar *out)
   for (uint i = 0; i < nparts; i++) {
     const KeyPartCodec &c = m_parts[i];
     Field *f = c.field;
+    uchar *part = out;
     if (c.nullable) {
       if (f->is_null(diff)) {
         *out++ = 0;
         memset(out, 0, c.data_len);
         out += c.data_len;
         any_null = true;
+        if (c.reverse) complement(part, out);
         continue;
       }
       *out++ = 1;
@@ -111,6 +119,7 @@ bool IndexCodec::encode(TABLE *table, const uchar *rec, uint nparts, uchar *out)
     }
     if (diff) f->move_field_offset(-diff);
     out += c.data_len;
+    if (c.reverse) complement(part, out);
   }
   return any_null;
 }

@@ -23,6 +23,9 @@
  *       length as 2 bytes big-endian, so 'a' < 'a\0'.
  *  4. Prefix key parts (KEY(c(10))) use only the first N characters, the
  *     same characters MariaDB's own key image keeps.
+ *  5. A descending key part (KEY (c DESC)) stores the bitwise complement of
+ *     its bytes (null byte included), which exactly reverses its order
+ *     because every part has a fixed length.
  * Encodings are not decoded: readers that need column values from an
  * index use the key images stored in the index entry's value
  * (row_format.h).
@@ -50,6 +53,7 @@ struct KeyPartCodec {
   Field *field;
   PartKind kind;
   bool nullable;
+  bool reverse;    /* descending key part */
   uint32 data_len; /* encoded bytes after the null byte */
   uint32 nchars;   /* COLLATED: characters of the prefix */
   uint32 nbytes;   /* BINARY_*: bytes of the prefix */

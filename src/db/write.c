@@ -311,7 +311,9 @@ int group_keys_add(group_keys_t *g, uint32_t cf_id, slice_t key) {
 }
 
 int group_keys_has(const group_keys_t *g, uint32_t cf_id, slice_t key) {
-    if (!g || !g->n) return 0;
+    if (!g) return 0;
+    if (g->range_del_cfs & ((uint64_t)1 << (cf_id % 64))) return 1; /* conservative: may cover key */
+    if (!g->n) return 0;
     uint64_t h = gk_hash(cf_id, key);
     size_t j = h & (g->cap - 1);
     while (g->slots[j]) {
@@ -323,6 +325,7 @@ int group_keys_has(const group_keys_t *g, uint32_t cf_id, slice_t key) {
 
 static int gk_visit(void *ctx, uint64_t seq, const batch_entry_t *e) {
     (void)seq;
+    if (e->type == KT_RANGE_DELETE) ((group_keys_t *)ctx)->range_del_cfs |= (uint64_t)1 << (e->cf_id % 64);
     return group_keys_add((group_keys_t *)ctx, e->cf_id, e->key);
 }
 
@@ -536,6 +539,20 @@ int tdb_put(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen, const void *v
 
 int tdb_delete(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen) {
     return write_one(db, cf, KT_DELETE, key, klen, NULL, 0, 0);
+}
+
+int tdb_sync(tdb_t *db) {
+    if (!db) return tdb_err(TDB_ERR_INVALID_ARG, "database handle is NULL");
+    pthread_mutex_lock(&db->wal_mu);
+    int rc = db->wal ? wal_writer_sync(db->wal) : TDB_OK;
+    if (rc == TDB_OK) atomic_store(&db->wal_dirty, false);
+    pthread_mutex_unlock(&db->wal_mu);
+    if (rc != TDB_OK) {
+        pthread_mutex_lock(&db->mu);
+        if (db->bg_error == TDB_OK) db->bg_error = rc; /* a failed fsync is sticky */
+        pthread_mutex_unlock(&db->mu);
+    }
+    return rc;
 }
 
 /* Background fsync of the WAL for families in TDB_SYNC_INTERVAL mode. */

@@ -1,0 +1,481 @@
+/* ha_tidesdb: capabilities, open/close, DDL entry points, statistics,
+ * locking and AUTO_INCREMENT (see ha_tidesdb.h). */
+#include "ha_tidesdb.h"
+
+#include "row_format.h"
+
+#include <string.h>
+
+namespace tidesql {
+
+/* Encoded key budget (the library allows 64 KiB). */
+static const uint32 MAX_ENCODED_KEY = 16384;
+
+ha_tidesdb::ha_tidesdb(handlerton *hton, TABLE_SHARE *share) : handler(hton, share) {}
+
+ha_tidesdb::~ha_tidesdb() {
+  m_iter.close();
+  release_snapshot();
+  my_free(m_scratch);
+}
+
+/* ---- capabilities ---- */
+
+handler::Table_flags ha_tidesdb::table_flags() const {
+  return HA_BINLOG_ROW_CAPABLE | HA_BINLOG_STMT_CAPABLE | HA_REC_NOT_IN_SEQ | HA_NULL_IN_KEY |
+         HA_CAN_INDEX_BLOBS | HA_PRIMARY_KEY_IN_READ_INDEX | HA_PRIMARY_KEY_REQUIRED_FOR_POSITION |
+         HA_PRIMARY_KEY_REQUIRED_FOR_DELETE | HA_REQUIRES_KEY_COLUMNS_FOR_DELETE |
+         HA_CAN_BIT_FIELD | HA_CAN_GEOMETRY | HA_TABLE_SCAN_ON_INDEX |
+         HA_CAN_VIRTUAL_COLUMNS | HA_CRASH_SAFE;
+}
+
+ulong ha_tidesdb::index_flags(uint idx, uint part, bool all_parts) const {
+  ulong f = HA_READ_NEXT | HA_READ_PREV | HA_READ_ORDER | HA_READ_RANGE | HA_KEYREAD_ONLY;
+  if (table_share && idx == table_share->primary_key) f |= HA_CLUSTERED_INDEX;
+  return f;
+}
+
+/* Full scan cost: pages of the data family plus a per-row cost. */
+double ha_tidesdb::scan_time() {
+  return (double)(stats.data_file_length / 16384 + 2) + (double)stats.records / 20.0;
+}
+
+/* Clustered primary key ranges cost a share of a scan; secondary index
+ * ranges one lookup per row. */
+double ha_tidesdb::read_time(uint index, uint ranges, ha_rows rows) {
+  if (table->s->primary_key != MAX_KEY && index == table->s->primary_key) {
+    double total = scan_time();
+    ha_rows n = stats.records ? stats.records : 1;
+    if (rows >= n) return total + ranges;
+    return ranges + (double)rows / (double)n * total;
+  }
+  return handler::read_time(index, ranges, rows);
+}
+
+enum_alter_inplace_result ha_tidesdb::check_if_supported_inplace_alter(TABLE *altered_table,
+                                                                       Alter_inplace_info *info) {
+  /* Column families keep the options they were created with: changing
+   * table options rebuilds the table. */
+  if (info->handler_flags & ALTER_CHANGE_CREATE_OPTION) return HA_ALTER_INPLACE_NOT_SUPPORTED;
+  return handler::check_if_supported_inplace_alter(altered_table, info);
+}
+
+/* ---- open/close ---- */
+
+TdbShare *ha_tidesdb::get_share() {
+  lock_shared_ha_data();
+  TdbShare *s = static_cast<TdbShare *>(get_ha_share_ptr());
+  if (!s) {
+    s = new TdbShare();
+    set_ha_share_ptr(s);
+  }
+  unlock_shared_ha_data();
+  return s;
+}
+
+/* The transaction of the thread using this handler. The pointer is
+ * dropped at the end of every statement: a TABLE (and its handler) may be
+ * used by another connection next. */
+Trx *ha_tidesdb::trx() {
+  if (!m_trx) m_trx = trx_get(ha_thd());
+  return m_trx;
+}
+
+/* Attach a definition: check it matches the .frm, build the key codecs. */
+int ha_tidesdb::bind_def(const TableDefPtr &def) {
+  TABLE_SHARE *s = table->s;
+  bool hidden = s->primary_key == MAX_KEY;
+  if (def->nkeys != s->keys || def->hidden_pk != hidden) {
+    log_warning("TidesDB: table %s: dictionary has %u keys%s, the .frm %u keys%s", def->name.c_str(),
+                def->nkeys, def->hidden_pk ? " (hidden pk)" : "", s->keys, hidden ? " (hidden pk)" : "");
+    return HA_ERR_TABLE_DEF_CHANGED;
+  }
+  m_codecs.resize(s->keys);
+  for (uint k = 0; k < s->keys; k++) m_codecs[k].init(&table->key_info[k]);
+  m_pk_len = hidden ? 8 : m_codecs[s->primary_key].full_len();
+  m_def = def;
+  m_iter.close();
+  return 0;
+}
+
+/* Re-fetch the definition after DDL retired ours. */
+int ha_tidesdb::refresh_def() {
+  TableDefPtr def;
+  int err = dict_get(m_def->name, &def);
+  if (err) return err;
+  if ((err = bind_def(def))) return err;
+  load_counters();
+  return 0;
+}
+
+int ha_tidesdb::open(const char *name, int mode, uint test_if_locked) {
+  if (!g_db) return HA_ERR_INTERNAL_ERROR;
+  TableDefPtr def;
+  int err = dict_get(dict_name_from_path(name), &def);
+  if (err) return err;
+  if ((err = bind_def(def))) return err;
+  if (!(m_share = get_share())) return HA_ERR_OUT_OF_MEM;
+  thr_lock_data_init(&m_share->lock, &m_lock, NULL);
+  m_scratch = (uchar *)my_malloc(PSI_NOT_INSTRUMENTED, table->s->reclength + 8, MYF(MY_WME));
+  if (!m_scratch) return HA_ERR_OUT_OF_MEM;
+  memcpy(m_scratch, table->s->default_values, table->s->reclength);
+  ref_length = m_pk_len;
+  /* Table scans walk the primary key: an UPDATE changing it must buffer
+   * the rows first (the server checks key_used_on_scan). */
+  key_used_on_scan = table->s->primary_key;
+  load_counters();
+  info(HA_STATUS_NO_LOCK | HA_STATUS_VARIABLE | HA_STATUS_CONST);
+  return 0;
+}
+
+int ha_tidesdb::close(void) {
+  m_iter.close();
+  release_snapshot();
+  m_def.reset();
+  my_free(m_scratch);
+  m_scratch = NULL;
+  return 0;
+}
+
+/* Initialise the hidden row id and AUTO_INCREMENT counters of the
+ * definition from the largest stored keys (once per definition). */
+void ha_tidesdb::load_counters() {
+  TableDef *def = m_def.get();
+  std::lock_guard<std::mutex> g(def->mu);
+  if (def->counters_loaded) return;
+  tdb_iter_t *it;
+  if (def->hidden_pk && tdb_iter_create(g_db, data_cf(), NULL, &it) == TDB_OK) {
+    tdb_iter_seek_to_last(it);
+    size_t kl;
+    if (tdb_iter_valid(it)) {
+      const uchar *k = (const uchar *)tdb_iter_key(it, &kl);
+      if (kl == 8) def->hidden_next = get_be64(k) + 1;
+    }
+    tdb_iter_destroy(it);
+  }
+  Field *ai = table->found_next_number_field;
+  uint idx = table->s->next_number_index;
+  if (ai && idx < table->s->keys && table->s->next_number_keypart == 0 &&
+      tdb_iter_create(g_db, index_cf(idx), NULL, &it) == TDB_OK) {
+    tdb_iter_seek_to_last(it);
+    if (tdb_iter_valid(it)) {
+      size_t kl, vl;
+      const uchar *k = (const uchar *)tdb_iter_key(it, &kl);
+      const uchar *v = (const uchar *)tdb_iter_value(it, &vl);
+      bool ok;
+      if (is_pk_index(idx)) {
+        ok = row_unpack(table, v, vl, m_scratch) == 0;
+      } else {
+        KEY *ki = &table->key_info[idx];
+        ok = vl >= m_pk_len + ki->key_length;
+        if (ok) key_restore(m_scratch, v + m_pk_len, ki, ki->key_length);
+      }
+      (void)k;
+      if (ok) {
+        my_ptrdiff_t diff = (my_ptrdiff_t)(m_scratch - table->record[0]);
+        ai->move_field_offset(diff);
+        longlong raw = ai->val_int();
+        bool neg = !ai->is_unsigned() && raw < 0;
+        ai->move_field_offset(-diff);
+        ulonglong next = neg ? 1 : (ulonglong)raw + 1;
+        if (!neg && (ulonglong)raw == ULLONG_MAX) next = ULLONG_MAX;
+        if (next > def->autoinc_next) def->autoinc_next = next;
+      }
+      memcpy(m_scratch, table->s->default_values, table->s->reclength);
+    }
+    tdb_iter_destroy(it);
+  }
+  if (def->autoinc_next == 0) def->autoinc_next = 1;
+  def->counters_loaded = true;
+}
+
+/* ---- DDL ---- */
+
+int ha_tidesdb::create(const char *name, TABLE *form, HA_CREATE_INFO *create_info) {
+  if (!g_db) return HA_ERR_INTERNAL_ERROR;
+  if (create_info->tmp_table()) return HA_ERR_UNSUPPORTED;
+  TABLE_SHARE *s = form->s;
+  for (uint k = 0; k < s->keys; k++) {
+    KEY *key = &form->key_info[k];
+    if (key->flags & (HA_FULLTEXT | HA_SPATIAL)) return HA_ERR_UNSUPPORTED;
+    IndexCodec c;
+    c.init(key);
+    uint32 len = c.full_len();
+    if (k != s->primary_key && s->primary_key != MAX_KEY) {
+      IndexCodec pk;
+      pk.init(&form->key_info[s->primary_key]);
+      len += pk.full_len();
+    }
+    if (len > MAX_ENCODED_KEY) {
+      my_printf_error(ER_TOO_LONG_KEY, "TidesDB: index %s encodes to %u bytes (limit %u)", MYF(0),
+                      key->name.str, len, MAX_ENCODED_KEY);
+      return HA_ERR_UNSUPPORTED;
+    }
+  }
+  tdb_cf_config_t cfg;
+  sysvars_cf_config(s->option_struct, &cfg);
+  return dict_create(dict_name_from_path(name), s->keys, s->primary_key == MAX_KEY, cfg,
+                     create_info->auto_increment_value);
+}
+
+int ha_tidesdb::delete_table(const char *name) {
+  if (!g_db) return HA_ERR_INTERNAL_ERROR;
+  return dict_drop(dict_name_from_path(name));
+}
+
+int ha_tidesdb::rename_table(const char *from, const char *to) {
+  if (!g_db) return HA_ERR_INTERNAL_ERROR;
+  return dict_rename(dict_name_from_path(from), dict_name_from_path(to));
+}
+
+int ha_tidesdb::truncate() {
+  m_iter.close();
+  TableDefPtr def;
+  int err = dict_truncate(m_def->name, &def);
+  if (err) return err;
+  if ((err = bind_def(def))) return err;
+  load_counters();
+  return 0;
+}
+
+void ha_tidesdb::update_create_info(HA_CREATE_INFO *create_info) {
+  if (!(create_info->used_fields & HA_CREATE_USED_AUTO)) {
+    info(HA_STATUS_AUTO);
+    create_info->auto_increment_value = stats.auto_increment_value;
+  }
+}
+
+/* ---- statistics ---- */
+
+/* Bytes of the data family and of the index families (cached 2 s). */
+void ha_tidesdb::refresh_sizes() {
+  TableDef *def = m_def.get();
+  ulonglong now = microsecond_interval_timer();
+  if (def->size_time && now - def->size_time < 2000000) return;
+  uint64_t data = 0, index = 0;
+  tdb_cf_t *dcf = data_cf();
+  for (tdb_cf_t *cf : def->cfs) {
+    tdb_stats_t st;
+    if (tdb_get_stats(g_db, cf, &st) != TDB_OK) continue;
+    uint64_t b = st.memtable_bytes;
+    for (int l = 1; l < TDB_MAX_LEVELS; l++) b += st.levels[l].bytes;
+    (cf == dcf ? data : index) += b;
+  }
+  def->data_bytes = data;
+  def->index_bytes = index;
+  def->size_time = now;
+}
+
+/* Estimate rec_per_key of every index from up to max_entries entries. */
+void ha_tidesdb::compute_cardinality(size_t max_entries) {
+  TABLE_SHARE *s = table->s;
+  std::vector<std::vector<ulong>> rpk(s->keys);
+  for (uint k = 0; k < s->keys; k++) {
+    const IndexCodec &c = m_codecs[k];
+    uint n = c.parts();
+    std::vector<ulonglong> distinct(n, 0);
+    ulonglong total = 0;
+    tdb_iter_t *it;
+    if (tdb_iter_create(g_db, index_cf(k), NULL, &it) == TDB_OK) {
+      std::string prev;
+      for (tdb_iter_seek_to_first(it); tdb_iter_valid(it) && total < max_entries; tdb_iter_next(it)) {
+        size_t kl;
+        const char *key = (const char *)tdb_iter_key(it, &kl);
+        for (uint j = 0; j < n; j++) {
+          size_t pl = c.prefix_len(j + 1);
+          if (total == 0 || kl < pl || prev.size() < pl || memcmp(prev.data(), key, pl) != 0) {
+            /* parts j.. all differ from the previous key */
+            for (uint m = j; m < n; m++) distinct[m]++;
+            break;
+          }
+        }
+        prev.assign(key, kl);
+        total++;
+      }
+      tdb_iter_destroy(it);
+    }
+    rpk[k].resize(n);
+    for (uint j = 0; j < n; j++)
+      rpk[k][j] = distinct[j] ? (ulong)((total + distinct[j] - 1) / distinct[j]) : 1;
+    if ((table->key_info[k].flags & HA_NOSAME) && n) rpk[k][n - 1] = 1;
+  }
+  std::lock_guard<std::mutex> g(m_def->mu);
+  m_def->rec_per_key = rpk;
+}
+
+int ha_tidesdb::info(uint flag) {
+  if (!m_def) return 0;
+  TableDef *def = m_def.get();
+  if (flag & HA_STATUS_VARIABLE) {
+    refresh_sizes();
+    int64_t rows = def->rows.load();
+    stats.records = rows > 0 ? (ha_rows)rows : 0;
+    stats.deleted = 0;
+    stats.data_file_length = def->data_bytes;
+    stats.index_file_length = def->index_bytes;
+    stats.block_size = 16384;
+    stats.mean_rec_length = stats.records ? (ulong)(stats.data_file_length / stats.records) : 0;
+  }
+  if (flag & HA_STATUS_CONST) {
+    bool need;
+    {
+      std::lock_guard<std::mutex> g(def->mu);
+      need = def->rec_per_key.size() != table->s->keys;
+    }
+    if (need) compute_cardinality(10000);
+    std::lock_guard<std::mutex> g(def->mu);
+    for (uint k = 0; k < table->s->keys && k < def->rec_per_key.size(); k++) {
+      KEY *key = &table->key_info[k];
+      for (uint j = 0; j < key->user_defined_key_parts && j < def->rec_per_key[k].size(); j++)
+        key->rec_per_key[j] = def->rec_per_key[k][j];
+    }
+    stats.max_data_file_length = ~(ulonglong)0;
+  }
+  if (flag & HA_STATUS_AUTO) {
+    uint64_t v = def->autoinc_next.load();
+    stats.auto_increment_value = v ? v : 1;
+  }
+  if (flag & HA_STATUS_ERRKEY) errkey = m_dup_key;
+  return 0;
+}
+
+int ha_tidesdb::analyze(THD *thd, HA_CHECK_OPT *check_opt) {
+  compute_cardinality(1000000);
+  m_def->card_from_analyze = true;
+  int err = dict_save_cardinality(m_def.get());
+  info(HA_STATUS_CONST);
+  return err ? HA_ADMIN_FAILED : HA_ADMIN_OK;
+}
+
+int ha_tidesdb::optimize(THD *thd, HA_CHECK_OPT *check_opt) {
+  for (tdb_cf_t *cf : m_def->cfs) {
+    int rc = tdb_compact(g_db, cf);
+    if (rc != TDB_OK) {
+      map_tdb_error(rc);
+      return HA_ADMIN_FAILED;
+    }
+  }
+  return HA_ADMIN_OK;
+}
+
+bool ha_tidesdb::get_error_message(int error, String *buf) {
+  const std::string &d = last_error_detail();
+  if (!d.empty()) buf->copy(d.data(), d.size(), system_charset_info);
+  return error == HA_ERR_LOCK_WAIT_TIMEOUT;
+}
+
+/* ---- statement boundaries and locks ---- */
+
+int ha_tidesdb::extra(enum ha_extra_function op) {
+  switch (op) {
+    case HA_EXTRA_IGNORE_DUP_KEY:
+      m_ignore_dup = true;
+      break;
+    case HA_EXTRA_NO_IGNORE_DUP_KEY:
+      m_ignore_dup = false;
+      break;
+    case HA_EXTRA_WRITE_CAN_REPLACE:
+      m_can_replace = true;
+      break;
+    case HA_EXTRA_WRITE_CANNOT_REPLACE:
+      m_can_replace = false;
+      break;
+    case HA_EXTRA_INSERT_WITH_UPDATE:
+      m_insert_update = true;
+      break;
+    default:
+      break;
+  }
+  return 0;
+}
+
+int ha_tidesdb::reset() {
+  m_ignore_dup = m_can_replace = m_insert_update = false;
+  m_iter.close();
+  release_snapshot();
+  m_last_lock_new = false;
+  m_trx = NULL;
+  m_point = false;
+  m_rnd_started = false;
+  return 0;
+}
+
+int ha_tidesdb::external_lock(THD *thd, int lock_type) {
+  if (lock_type == F_UNLCK) {
+    m_iter.close();
+    release_snapshot();
+    m_lock_type = F_UNLCK;
+    m_trx = NULL;
+    return 0;
+  }
+  if (m_def && m_def->obsolete) {
+    int err = refresh_def();
+    if (err) return err;
+  }
+  m_lock_type = lock_type;
+  m_trx = trx_get(thd);
+  trx_register(thd, m_trx);
+  return 0;
+}
+
+int ha_tidesdb::start_stmt(THD *thd, thr_lock_type lock_type) {
+  m_iter.close();
+  release_snapshot(); /* a new statement gets a new view */
+  if (m_def && m_def->obsolete) {
+    int err = refresh_def();
+    if (err) return err;
+  }
+  m_trx = trx_get(thd);
+  trx_register(thd, m_trx);
+  return 0;
+}
+
+THR_LOCK_DATA **ha_tidesdb::store_lock(THD *thd, THR_LOCK_DATA **to, enum thr_lock_type lock_type) {
+  if (lock_type != TL_IGNORE && m_lock.type == TL_UNLOCK) {
+    /* Row-level engine: let writers run concurrently outside LOCK TABLES. */
+    if (lock_type >= TL_WRITE_CONCURRENT_INSERT && lock_type <= TL_WRITE && !thd_in_lock_tables(thd) &&
+        !thd_tablespace_op(thd))
+      lock_type = TL_WRITE_ALLOW_WRITE;
+    if (lock_type == TL_READ_NO_INSERT && !thd_in_lock_tables(thd)) lock_type = TL_READ;
+    m_lock.type = lock_type;
+  }
+  *to++ = &m_lock;
+  return to;
+}
+
+/* ---- AUTO_INCREMENT ---- */
+
+/* Reserve nb_desired_values values of the series offset + k * increment
+ * from the table's shared counter (lock-free: concurrent inserts never
+ * get the same value). */
+void ha_tidesdb::get_auto_increment(ulonglong offset, ulonglong increment, ulonglong nb_desired_values,
+                                    ulonglong *first_value, ulonglong *nb_reserved_values) {
+  TableDef *def = m_def.get();
+  if (!def->counters_loaded) load_counters();
+  if (increment == 0) increment = 1;
+  if (nb_desired_values == 0) nb_desired_values = 1;
+  uint64_t cur = def->autoinc_next.load();
+  for (;;) {
+    ulonglong first = cur ? cur : 1;
+    if (increment > 1) {
+      /* Smallest value >= first of the form offset + k * increment. */
+      if (first <= offset) {
+        first = offset;
+      } else {
+        ulonglong k = (first - offset + increment - 1) / increment;
+        first = offset + k * increment;
+        if (first < offset) first = ULLONG_MAX; /* overflow */
+      }
+    }
+    ulonglong span = nb_desired_values * increment;
+    ulonglong end = (span / increment != nb_desired_values || first + span < first) ? ULLONG_MAX : first + span;
+    if (def->autoinc_next.compare_exchange_weak(cur, end)) {
+      *first_value = first;
+      *nb_reserved_values = nb_desired_values;
+      break;
+    }
+  }
+  trx()->touch_table(m_def);
+}
+
+}  // namespace tidesql

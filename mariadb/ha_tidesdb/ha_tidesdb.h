@@ -1,0 +1,176 @@
+/*
+ * ha_tidesdb: the handler (one per open TABLE instance).
+ *
+ * Storage layout (dict.h, key_codec.h, row_format.h): a table's rows live
+ * in its data column family keyed by the encoded primary key (or a hidden
+ * 8-byte row id); each secondary index has its own column family keyed by
+ * the encoded index columns (+ primary key). All writes of a statement go
+ * to the connection's Trx (trx.h) and reach the database at commit.
+ *
+ * Invariants
+ *  1. m_def is the table's current definition; when DDL retires it
+ *     (obsolete), the next statement re-fetches it (external_lock).
+ *  2. m_last_pk is the encoded primary key of the last row returned;
+ *     position() copies it into ref (ref_length = encoded PK length).
+ *  3. m_row_buf holds the value of the last row returned: blob columns of
+ *     the record point into it until the next read.
+ *  4. One MergedIter per handler; it is closed at the end of each scan and
+ *     statement, so it never outlives the transaction's overlay maps' use.
+ *  5. In a statement that writes the table (F_WRLCK) every row returned is
+ *     locked (lock.h) and is its latest committed version (re-read under
+ *     the lock; an index entry whose row no longer matches it is skipped).
+ *     Other reads use one snapshot per statement (m_snap).
+ */
+#ifndef TIDESQL_HA_TIDESDB_H
+#define TIDESQL_HA_TIDESDB_H
+
+#include "dict.h"
+#include "key_codec.h"
+#include "sysvars.h"
+#include "trx.h"
+
+#include "thr_lock.h"
+
+#include <vector>
+
+namespace tidesql {
+
+/* What every handler of one TABLE_SHARE shares: the table lock. */
+class TdbShare : public Handler_share {
+ public:
+  THR_LOCK lock;
+  TdbShare() { thr_lock_init(&lock); }
+  ~TdbShare() override { thr_lock_delete(&lock); }
+};
+
+class ha_tidesdb : public handler {
+ public:
+  ha_tidesdb(handlerton *hton, TABLE_SHARE *share);
+  ~ha_tidesdb() override;
+
+  /* ---- capabilities (ha_tidesdb.cc) ---- */
+  const char *index_type(uint) override { return "LSM"; }
+  Table_flags table_flags() const override;
+  ulong index_flags(uint idx, uint part, bool all_parts) const override;
+  uint max_supported_record_length() const override { return HA_MAX_REC_LENGTH; }
+  uint max_supported_keys() const override { return MAX_KEY; }
+  uint max_supported_key_parts() const override { return MAX_REF_PARTS; }
+  uint max_supported_key_length() const override { return 3072; }
+  uint max_supported_key_part_length() const override { return 3072; }
+  double scan_time() override;
+  double read_time(uint index, uint ranges, ha_rows rows) override;
+  enum_alter_inplace_result check_if_supported_inplace_alter(TABLE *altered_table,
+                                                             Alter_inplace_info *info) override;
+
+  /* ---- open/close/DDL (ha_tidesdb.cc) ---- */
+  int open(const char *name, int mode, uint test_if_locked) override;
+  int close(void) override;
+  int create(const char *name, TABLE *form, HA_CREATE_INFO *create_info) override;
+  int delete_table(const char *name) override;
+  int rename_table(const char *from, const char *to) override;
+  int truncate() override;
+  int info(uint flag) override;
+  int extra(enum ha_extra_function operation) override;
+  int reset() override;
+  int external_lock(THD *thd, int lock_type) override;
+  int start_stmt(THD *thd, thr_lock_type lock_type) override;
+  THR_LOCK_DATA **store_lock(THD *thd, THR_LOCK_DATA **to, enum thr_lock_type lock_type) override;
+  void get_auto_increment(ulonglong offset, ulonglong increment, ulonglong nb_desired_values,
+                          ulonglong *first_value, ulonglong *nb_reserved_values) override;
+  int analyze(THD *thd, HA_CHECK_OPT *check_opt) override;
+  int optimize(THD *thd, HA_CHECK_OPT *check_opt) override;
+  bool get_error_message(int error, String *buf) override;
+  void update_create_info(HA_CREATE_INFO *create_info) override;
+
+  /* ---- writes (ha_tidesdb_write.cc) ---- */
+  int write_row(const uchar *buf) override;
+  int update_row(const uchar *old_data, const uchar *new_data) override;
+  int delete_row(const uchar *buf) override;
+
+  /* ---- reads (ha_tidesdb_read.cc) ---- */
+  int index_init(uint idx, bool sorted) override;
+  int index_end() override;
+  int index_read_map(uchar *buf, const uchar *key, key_part_map keypart_map,
+                     enum ha_rkey_function find_flag) override;
+  int index_read_last_map(uchar *buf, const uchar *key, key_part_map keypart_map) override;
+  int index_next(uchar *buf) override;
+  int index_prev(uchar *buf) override;
+  int index_first(uchar *buf) override;
+  int index_last(uchar *buf) override;
+  int index_next_same(uchar *buf, const uchar *key, uint keylen) override;
+  int rnd_init(bool scan) override;
+  int rnd_end() override;
+  int rnd_next(uchar *buf) override;
+  int rnd_pos(uchar *buf, uchar *pos) override;
+  void position(const uchar *record) override;
+  void unlock_row() override;
+  ha_rows records_in_range(uint inx, const key_range *min_key, const key_range *max_key,
+                           page_range *pages) override;
+
+ private:
+  /* ha_tidesdb.cc */
+  int bind_def(const TableDefPtr &def);
+  int refresh_def();
+  void load_counters();
+  void compute_cardinality(size_t max_entries);
+  void refresh_sizes();
+  TdbShare *get_share();
+  Trx *trx();
+
+  /* ha_tidesdb_read.cc */
+  bool is_pk_index(uint idx) const { return !m_def->hidden_pk && idx == table->s->primary_key; }
+  tdb_cf_t *index_cf(uint idx) const { return m_def->cfs[idx]; }
+  tdb_cf_t *data_cf() const { return m_def->data_cf(table->s->primary_key); }
+  int open_iter(tdb_cf_t *cf);
+  int encode_search_key(uint idx, const uchar *key, key_part_map map, std::string *out, uint *nparts);
+  bool locking() const { return m_lock_type == F_WRLCK; }
+  const tdb_snapshot_t *snapshot();
+  void release_snapshot();
+  int lock_key(tdb_cf_t *cf, const std::string &key, bool *acquired);
+  int read_row_by_pk(uchar *buf, const uchar *pk, size_t pklen);
+  int row_from_data_entry(uchar *buf, const uchar *key, size_t kl, const uchar *val, size_t vl);
+  int row_from_index_entry(uchar *buf, uint idx, const uchar *ekey, size_t eklen, const uchar *val,
+                           size_t vl);
+  int current_row(const std::string &pk, std::string *value);
+  int fetch(uchar *buf, int dir, bool check_prefix);
+  int point_read(uchar *buf, uint idx, const std::string &key);
+  bool want_full_row();
+  void index_bounds(uint idx, std::string *first, std::string *last);
+
+  /* ha_tidesdb_write.cc */
+  int encode_pk(const uchar *rec, std::string *out);
+  void encode_index_entry(uint idx, const uchar *rec, const std::string &pk, std::string *key,
+                          std::string *val, bool *has_null);
+  int check_unique_sec(uint idx, const std::string &key, const std::string &pk);
+  bool must_check_unique() const;
+  void bump_autoinc(const uchar *rec);
+  int maybe_bulk_commit();
+
+  THR_LOCK_DATA m_lock;
+  TdbShare *m_share = NULL;
+  TableDefPtr m_def;
+  std::vector<IndexCodec> m_codecs; /* per key */
+  uint32 m_pk_len = 0;              /* encoded primary key bytes */
+  Trx *m_trx = NULL;
+  int m_lock_type = F_UNLCK;
+
+  MergedIter m_iter;
+  bool m_rnd_started = false;
+  std::string m_scan_prefix; /* index_next_same bound */
+  bool m_point = false;      /* last index read was a point lookup */
+  std::string m_point_key;
+
+  std::string m_last_pk;
+  bool m_last_lock_new = false; /* the last row's lock was taken by its read */
+  tdb_snapshot_t *m_snap = NULL; /* statement view of plain reads */
+  std::string m_row_buf;
+  std::string m_key_buf, m_key_buf2, m_val_buf, m_val_buf2, m_pk_buf;
+  uchar *m_scratch = NULL; /* a record buffer for search keys */
+
+  bool m_ignore_dup = false, m_can_replace = false, m_insert_update = false;
+  uint m_dup_key = MAX_KEY;
+};
+
+}  // namespace tidesql
+
+#endif

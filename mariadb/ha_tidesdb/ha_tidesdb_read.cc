@@ -1,0 +1,481 @@
+/* ha_tidesdb reads: index lookups and scans in both directions, table
+ * scans, rnd_pos, range estimates (see ha_tidesdb.h). */
+#include "ha_tidesdb.h"
+
+#include "row_format.h"
+
+#include <string.h>
+
+namespace tidesql {
+
+/* Rows counted exactly by records_in_range before it extrapolates. */
+static const ha_rows RANGE_COUNT_CAP = 200;
+
+static bool starts_with(const uchar *k, size_t kl, const std::string &p) {
+  return kl >= p.size() && (p.empty() || memcmp(k, p.data(), p.size()) == 0);
+}
+
+/* Whether the iterator's current key starts with p. */
+static bool iter_at_prefix(const MergedIter &it, const std::string &p) {
+  size_t kl;
+  const uchar *k = it.key(&kl);
+  return starts_with(k, kl, p);
+}
+
+static int cmp_bytes(const std::string &a, const std::string &b) {
+  size_t n = a.size() < b.size() ? a.size() : b.size();
+  int c = n ? memcmp(a.data(), b.data(), n) : 0;
+  if (c) return c;
+  return a.size() < b.size() ? -1 : (a.size() > b.size() ? 1 : 0);
+}
+
+/* Index-only reads are honoured except in writing statements, which
+ * always get whole rows (update_row/delete_row need every column). */
+bool ha_tidesdb::want_full_row() { return !keyread_enabled() || m_lock_type == F_WRLCK; }
+
+int ha_tidesdb::open_iter(tdb_cf_t *cf) {
+  if (m_iter.is_open() && m_iter.cf() == cf) return 0;
+  g_counters.iterators++;
+  return m_iter.open(cf, trx(), locking() ? NULL : snapshot());
+}
+
+/* The statement's read view for plain (non-locking) reads. */
+const tdb_snapshot_t *ha_tidesdb::snapshot() {
+  if (!m_snap) m_snap = tdb_snapshot_create(g_db);
+  return m_snap;
+}
+
+void ha_tidesdb::release_snapshot() {
+  if (m_snap) tdb_snapshot_release(g_db, m_snap);
+  m_snap = NULL;
+}
+
+/* Lock a key for this transaction; a deadlock rolls the whole
+ * transaction back (the server is told so). */
+int ha_tidesdb::lock_key(tdb_cf_t *cf, const std::string &key, bool *acquired) {
+  int err = trx()->lock(cf, key, ha_thd(), acquired);
+  if (err == HA_ERR_LOCK_DEADLOCK) ha_thd()->mark_transaction_to_rollback(true);
+  return err;
+}
+
+/* Encode the key parts of a search key image (key_copy format). */
+int ha_tidesdb::encode_search_key(uint idx, const uchar *key, key_part_map map, std::string *out,
+                                  uint *nparts) {
+  KEY *ki = &table->key_info[idx];
+  uint n = keypart_count(ki, map);
+  uint len = calculate_key_len(table, idx, key, map);
+  key_restore(m_scratch, key, ki, len);
+  out->resize(m_codecs[idx].prefix_len(n));
+  bool has_null = n ? m_codecs[idx].encode(table, m_scratch, n, (uchar *)&(*out)[0]) : false;
+  *nparts = n;
+  return has_null ? 1 : 0;
+}
+
+/* Read and unpack the row with this encoded primary key. In a writing
+ * statement the row is locked first and read at its latest version. */
+int ha_tidesdb::read_row_by_pk(uchar *buf, const uchar *pk, size_t pklen) {
+  g_counters.point_reads++;
+  m_last_lock_new = false;
+  if (locking()) {
+    int err = lock_key(data_cf(), std::string((const char *)pk, pklen), &m_last_lock_new);
+    if (err) return err;
+  }
+  int err = trx()->get(data_cf(), pk, pklen, &m_row_buf, locking() ? NULL : snapshot());
+  if (err) {
+    if (err == HA_ERR_KEY_NOT_FOUND && m_last_lock_new) {
+      trx()->unlock(data_cf(), std::string((const char *)pk, pklen));
+      m_last_lock_new = false;
+    }
+    return err;
+  }
+  m_last_pk.assign((const char *)pk, pklen);
+  return row_unpack(table, (const uchar *)m_row_buf.data(), m_row_buf.size(), buf);
+}
+
+/* A row from the data family (key = encoded primary key). */
+int ha_tidesdb::row_from_data_entry(uchar *buf, const uchar *key, size_t kl, const uchar *val, size_t vl) {
+  if (locking()) return read_row_by_pk(buf, key, kl);
+  m_last_lock_new = false;
+  m_row_buf.assign((const char *)val, vl);
+  m_last_pk.assign((const char *)key, kl);
+  return row_unpack(table, (const uchar *)m_row_buf.data(), m_row_buf.size(), buf);
+}
+
+/* A row from a secondary-index entry (key ekey, value val): columns from
+ * the key images (index-only read) or the whole row by primary key.
+ * HA_ERR_KEY_NOT_FOUND when the row is gone or, in a locking read, no
+ * longer has this index entry: callers skip the entry. */
+int ha_tidesdb::row_from_index_entry(uchar *buf, uint idx, const uchar *ekey, size_t eklen, const uchar *val,
+                                     size_t vl) {
+  if (vl < m_pk_len) return HA_ERR_CRASHED;
+  if (want_full_row()) {
+    m_pk_buf.assign((const char *)val, m_pk_len);
+    int err = read_row_by_pk(buf, (const uchar *)m_pk_buf.data(), m_pk_len);
+    if (err || !locking()) return err;
+    /* Locking read: the row may have changed since the entry was read. */
+    std::string k, v;
+    bool has_null;
+    encode_index_entry(idx, buf, m_pk_buf, &k, &v, &has_null);
+    if (k.size() != eklen || memcmp(k.data(), ekey, eklen) != 0) {
+      if (m_last_lock_new) trx()->unlock(data_cf(), m_pk_buf);
+      m_last_lock_new = false;
+      return HA_ERR_KEY_NOT_FOUND;
+    }
+    return 0;
+  }
+  KEY *ki = &table->key_info[idx];
+  KEY *pk = m_def->hidden_pk ? NULL : &table->key_info[table->s->primary_key];
+  size_t need = m_pk_len + ki->key_length + (pk ? pk->key_length : 0);
+  if (vl < need) return HA_ERR_CRASHED;
+  m_row_buf.assign((const char *)val, vl); /* blob images point into it */
+  uchar *img = (uchar *)&m_row_buf[0];
+  key_restore(buf, img + m_pk_len, ki, ki->key_length);
+  if (pk) key_restore(buf, img + m_pk_len + ki->key_length, pk, pk->key_length);
+  m_last_pk.assign((const char *)val, m_pk_len);
+  m_last_lock_new = false;
+  return 0;
+}
+
+/* Turn the iterator's current entry into a row, skipping entries whose
+ * row vanished (or moved); check_prefix bounds the scan to m_scan_prefix. */
+int ha_tidesdb::fetch(uchar *buf, int dir, bool check_prefix) {
+  bool data = m_iter.cf() == data_cf();
+  for (;;) {
+    if (!m_iter.valid()) {
+      int st = m_iter.status();
+      return st != TDB_OK ? map_tdb_error(st) : HA_ERR_END_OF_FILE;
+    }
+    size_t kl, vl;
+    const uchar *k = m_iter.key(&kl);
+    if (check_prefix && !starts_with(k, kl, m_scan_prefix)) return HA_ERR_END_OF_FILE;
+    const uchar *v = m_iter.value(&vl);
+    int err = data ? row_from_data_entry(buf, k, kl, v, vl) : row_from_index_entry(buf, active_index, k, kl, v, vl);
+    if (err == HA_ERR_KEY_NOT_FOUND) {
+      if (dir > 0)
+        m_iter.next();
+      else
+        m_iter.prev();
+      continue;
+    }
+    if (!err) g_counters.rows_read++;
+    return err;
+  }
+}
+
+/* Exact lookup of a full key of a unique index without NULLs. */
+int ha_tidesdb::point_read(uchar *buf, uint idx, const std::string &key) {
+  m_point = true;
+  m_point_key = key;
+  int err;
+  if (is_pk_index(idx)) {
+    err = read_row_by_pk(buf, (const uchar *)key.data(), key.size());
+  } else {
+    g_counters.point_reads++;
+    err = trx()->get(index_cf(idx), (const uchar *)key.data(), key.size(), &m_val_buf,
+                     locking() ? NULL : snapshot());
+    if (!err)
+      err = row_from_index_entry(buf, idx, (const uchar *)key.data(), key.size(),
+                                 (const uchar *)m_val_buf.data(), m_val_buf.size());
+  }
+  if (!err) g_counters.rows_read++;
+  return err;
+}
+
+int ha_tidesdb::index_init(uint idx, bool sorted) {
+  active_index = idx;
+  m_point = false;
+  m_iter.close();
+  return 0;
+}
+
+int ha_tidesdb::index_end() {
+  m_iter.close();
+  m_point = false;
+  active_index = MAX_KEY;
+  return 0;
+}
+
+int ha_tidesdb::index_read_map(uchar *buf, const uchar *key, key_part_map keypart_map,
+                               enum ha_rkey_function find_flag) {
+  uint idx = active_index;
+  KEY *ki = &table->key_info[idx];
+  uint n;
+  bool has_null = encode_search_key(idx, key, keypart_map, &m_scan_prefix, &n) != 0;
+  m_point = false;
+  const std::string &P = m_scan_prefix;
+
+  if (find_flag == HA_READ_KEY_EXACT && n == ki->user_defined_key_parts &&
+      (is_pk_index(idx) || ((ki->flags & HA_NOSAME) && !has_null))) {
+    int err = point_read(buf, idx, P);
+    return err == HA_ERR_END_OF_FILE ? HA_ERR_KEY_NOT_FOUND : err;
+  }
+
+  int err = open_iter(index_cf(idx));
+  if (err) return err;
+  int dir = 1;
+  bool check = false;
+  std::string s;
+  switch (find_flag) {
+    case HA_READ_KEY_EXACT:
+    case HA_READ_PREFIX:
+      check = true;
+      /* fall through */
+    case HA_READ_KEY_OR_NEXT:
+      if (P.empty())
+        m_iter.seek_to_first();
+      else
+        m_iter.seek((const uchar *)P.data(), P.size());
+      break;
+    case HA_READ_AFTER_KEY:
+      s = P;
+      if (P.empty() || !key_successor(s)) return HA_ERR_KEY_NOT_FOUND;
+      m_iter.seek((const uchar *)s.data(), s.size());
+      break;
+    case HA_READ_BEFORE_KEY: {
+      dir = -1;
+      if (P.empty()) return HA_ERR_KEY_NOT_FOUND;
+      m_iter.seek_for_prev((const uchar *)P.data(), P.size());
+      size_t kl;
+      if (m_iter.valid()) {
+        const uchar *k = m_iter.key(&kl);
+        if (kl == P.size() && memcmp(k, P.data(), kl) == 0) m_iter.prev();
+      }
+      break;
+    }
+    case HA_READ_PREFIX_LAST:
+      check = true;
+      /* fall through */
+    case HA_READ_KEY_OR_PREV:
+    case HA_READ_PREFIX_LAST_OR_PREV: {
+      dir = -1;
+      s = P;
+      if (P.empty() || !key_successor(s)) {
+        m_iter.seek_to_last();
+      } else {
+        /* last entry < successor(P): the last one with prefix <= P */
+        m_iter.seek_for_prev((const uchar *)s.data(), s.size());
+        size_t kl;
+        if (m_iter.valid()) {
+          const uchar *k = m_iter.key(&kl);
+          if (kl == s.size() && memcmp(k, s.data(), kl) == 0) m_iter.prev();
+        }
+      }
+      break;
+    }
+    default:
+      return HA_ERR_WRONG_COMMAND;
+  }
+  err = fetch(buf, dir, check);
+  return err == HA_ERR_END_OF_FILE ? HA_ERR_KEY_NOT_FOUND : err;
+}
+
+int ha_tidesdb::index_read_last_map(uchar *buf, const uchar *key, key_part_map keypart_map) {
+  return index_read_map(buf, key, keypart_map, HA_READ_PREFIX_LAST);
+}
+
+int ha_tidesdb::index_next(uchar *buf) {
+  if (m_point) {
+    /* Continue after a point lookup: position the iterator past it. */
+    m_point = false;
+    int err = open_iter(index_cf(active_index));
+    if (err) return err;
+    m_iter.seek((const uchar *)m_point_key.data(), m_point_key.size());
+    while (m_iter.valid() && iter_at_prefix(m_iter, m_point_key)) m_iter.next();
+    return fetch(buf, 1, false);
+  }
+  if (!m_iter.is_open()) return HA_ERR_END_OF_FILE;
+  m_iter.next();
+  return fetch(buf, 1, false);
+}
+
+int ha_tidesdb::index_prev(uchar *buf) {
+  if (m_point) {
+    m_point = false;
+    int err = open_iter(index_cf(active_index));
+    if (err) return err;
+    m_iter.seek_for_prev((const uchar *)m_point_key.data(), m_point_key.size());
+    while (m_iter.valid() && iter_at_prefix(m_iter, m_point_key)) m_iter.prev();
+    return fetch(buf, -1, false);
+  }
+  if (!m_iter.is_open()) return HA_ERR_END_OF_FILE;
+  m_iter.prev();
+  return fetch(buf, -1, false);
+}
+
+int ha_tidesdb::index_next_same(uchar *buf, const uchar *key, uint keylen) {
+  if (m_point) return HA_ERR_END_OF_FILE; /* a unique key has one match */
+  if (!m_iter.is_open()) return HA_ERR_END_OF_FILE;
+  m_iter.next();
+  return fetch(buf, 1, true);
+}
+
+int ha_tidesdb::index_first(uchar *buf) {
+  m_point = false;
+  int err = open_iter(index_cf(active_index));
+  if (err) return err;
+  m_iter.seek_to_first();
+  return fetch(buf, 1, false);
+}
+
+int ha_tidesdb::index_last(uchar *buf) {
+  m_point = false;
+  int err = open_iter(index_cf(active_index));
+  if (err) return err;
+  m_iter.seek_to_last();
+  return fetch(buf, -1, false);
+}
+
+/* ---- table scans and positions ---- */
+
+int ha_tidesdb::rnd_init(bool scan) {
+  m_point = false;
+  m_rnd_started = false;
+  if (!scan) return 0;
+  m_iter.close(); /* a fresh view for each scan */
+  return open_iter(data_cf());
+}
+
+int ha_tidesdb::rnd_end() {
+  m_iter.close();
+  m_rnd_started = false;
+  return 0;
+}
+
+int ha_tidesdb::rnd_next(uchar *buf) {
+  if (!m_iter.is_open()) {
+    int err = open_iter(data_cf());
+    if (err) return err;
+  }
+  if (!m_rnd_started) {
+    m_iter.seek_to_first();
+    m_rnd_started = true;
+  } else {
+    m_iter.next();
+  }
+  return fetch(buf, 1, false);
+}
+
+int ha_tidesdb::rnd_pos(uchar *buf, uchar *pos) {
+  int err = read_row_by_pk(buf, pos, ref_length);
+  if (!err) g_counters.rows_read++;
+  return err;
+}
+
+/* The server does not use the last row read: give back its lock if that
+ * read took it (READ COMMITTED keeps no locks on rows it skips). */
+void ha_tidesdb::unlock_row() {
+  if (m_last_lock_new && m_last_pk.size() == m_pk_len) trx()->unlock(data_cf(), m_last_pk);
+  m_last_lock_new = false;
+}
+
+void ha_tidesdb::position(const uchar *record) {
+  if (m_last_pk.size() != ref_length) {
+    /* Not the last row read: derive the key from the record. */
+    if (!m_def->hidden_pk) encode_pk(record, &m_last_pk);
+  }
+  memcpy(ref, m_last_pk.data(), m_last_pk.size() < ref_length ? m_last_pk.size() : ref_length);
+}
+
+/* ---- range estimates ---- */
+
+/* First and last key of an index (cached for 5 s per definition). */
+void ha_tidesdb::index_bounds(uint idx, std::string *first, std::string *last) {
+  TableDef *def = m_def.get();
+  ulonglong now = microsecond_interval_timer();
+  {
+    std::lock_guard<std::mutex> g(def->mu);
+    if (def->bounds_time && now - def->bounds_time < 5000000 && def->first_key.size() > idx) {
+      *first = def->first_key[idx];
+      *last = def->last_key[idx];
+      return;
+    }
+  }
+  std::vector<std::string> f(def->cfs.size()), l(def->cfs.size());
+  for (size_t i = 0; i < def->cfs.size(); i++) {
+    tdb_iter_t *it;
+    if (tdb_iter_create(g_db, def->cfs[i], NULL, &it) != TDB_OK) continue;
+    size_t kl;
+    const char *k;
+    tdb_iter_seek_to_first(it);
+    if (tdb_iter_valid(it)) {
+      k = (const char *)tdb_iter_key(it, &kl);
+      f[i].assign(k, kl);
+    }
+    tdb_iter_seek_to_last(it);
+    if (tdb_iter_valid(it)) {
+      k = (const char *)tdb_iter_key(it, &kl);
+      l[i].assign(k, kl);
+    }
+    tdb_iter_destroy(it);
+  }
+  std::lock_guard<std::mutex> g(def->mu);
+  def->first_key = f;
+  def->last_key = l;
+  def->bounds_time = now;
+  *first = f[idx];
+  *last = l[idx];
+}
+
+/* Position of a key between two others as a fraction read from the 8
+ * bytes after their common prefix. */
+static double key_position(const std::string &k, size_t common) {
+  double v = 0, scale = 1;
+  for (size_t i = common; i < common + 8; i++) {
+    scale /= 256.0;
+    v += (i < k.size() ? (uchar)k[i] : 0) * scale;
+  }
+  return v;
+}
+
+ha_rows ha_tidesdb::records_in_range(uint inx, const key_range *min_key, const key_range *max_key,
+                                     page_range *pages) {
+  std::string lo, hi;
+  uint n;
+  bool have_hi = false;
+  if (min_key) {
+    encode_search_key(inx, min_key->key, min_key->keypart_map, &lo, &n);
+    if (min_key->flag == HA_READ_AFTER_KEY && !key_successor(lo)) return 1;
+  }
+  if (max_key) {
+    encode_search_key(inx, max_key->key, max_key->keypart_map, &hi, &n);
+    have_hi = max_key->flag == HA_READ_BEFORE_KEY ? true : key_successor(hi);
+  }
+  /* Count exactly up to the cap. */
+  ha_rows count = 0;
+  tdb_iter_t *it;
+  if (tdb_iter_create(g_db, index_cf(inx), NULL, &it) != TDB_OK) return 10;
+  if (lo.empty())
+    tdb_iter_seek_to_first(it);
+  else
+    tdb_iter_seek(it, lo.data(), lo.size());
+  for (; tdb_iter_valid(it) && count < RANGE_COUNT_CAP; tdb_iter_next(it)) {
+    if (have_hi) {
+      size_t kl;
+      const uchar *k = (const uchar *)tdb_iter_key(it, &kl);
+      size_t m = kl < hi.size() ? kl : hi.size();
+      int c = memcmp(k, hi.data(), m);
+      if (c > 0 || (c == 0 && kl >= hi.size())) break;
+    }
+    count++;
+  }
+  tdb_iter_destroy(it);
+  if (count < RANGE_COUNT_CAP) return count ? count : 1;
+
+  /* Large range: interpolate between the index's first and last keys. */
+  std::string first, last;
+  index_bounds(inx, &first, &last);
+  ha_rows rows = stats.records;
+  if (first.empty() || last.empty() || rows <= RANGE_COUNT_CAP) return rows > count ? rows : count;
+  size_t common = 0;
+  while (common < first.size() && common < last.size() && first[common] == last[common]) common++;
+  const std::string &a = (lo.empty() || cmp_bytes(lo, first) < 0) ? first : lo;
+  const std::string &b = (!have_hi || cmp_bytes(hi, last) > 0) ? last : hi;
+  double span = key_position(last, common) - key_position(first, common);
+  double part = key_position(b, common) - key_position(a, common);
+  if (span <= 0 || part <= 0) return count;
+  double est = part / span * (double)rows;
+  if (est > (double)rows) est = (double)rows;
+  return est > (double)count ? (ha_rows)est : count;
+}
+
+}  // namespace tidesql
