@@ -38,7 +38,9 @@ slice_t S(const std::string &s) { return slice_make(s.data(), s.size()); }
 file_meta_t *MakeFile(uint64_t number, const std::string &lo, const std::string &hi, uint64_t min_seq,
                       uint64_t max_seq, uint64_t size = 1000, uint64_t entries = 10, uint64_t deletes = 2) {
     std::string a = IK(lo, max_seq), b = IK(hi, min_seq);
-    return file_meta_create(number, size, S(a), S(b), min_seq, max_seq, entries, deletes);
+    file_meta_t *f = file_meta_create(number, size, S(a), S(b), min_seq, max_seq, entries, deletes);
+    f->num_range_deletes = number % 3;  // format 2 records it
+    return f;
 }
 
 struct Obsolete {
@@ -122,6 +124,7 @@ void ExpectSameFile(const file_meta_t *a, const file_meta_t *b) {
     EXPECT_EQ(a->max_seq, b->max_seq);
     EXPECT_EQ(a->num_entries, b->num_entries);
     EXPECT_EQ(a->num_deletes, b->num_deletes);
+    EXPECT_EQ(a->num_range_deletes, b->num_range_deletes);
 }
 
 void ExpectSameManifest(const manifest_t *a, const manifest_t *b) {
@@ -394,6 +397,7 @@ TEST(Manifest, CraftedValidSealsAccepted) {
     EXPECT_EQ(1, version_num_files(d.cfs[0].version, 1));
     EXPECT_EQ(1, version_num_files(d.cfs[0].version, 2));
     EXPECT_EQ(1, version_num_files(d.cfs[1].version, 3));
+    EXPECT_EQ(0u, version_file(d.cfs[1].version, 3, 0)->num_range_deletes);  // format 1: none
     EXPECT_EQ(0.01, d.cfs[0].config.bloom_fpr);
     manifest_free(&d);
 
@@ -412,7 +416,8 @@ TEST(Manifest, InconsistenciesAreCorruption) {
     };
     std::vector<Case> cases = {
         {"bad magic", [](Raw &r) { r.header(10, 100, 1, 0); r.b[0] = 'X'; }},
-        {"bad format", [](Raw &r) { r.header(10, 100, 1, 0); r.b[8] = 2; }},
+        {"bad format", [](Raw &r) { r.header(10, 100, 1, 0); r.b[8] = 3; }},
+        {"format 0", [](Raw &r) { r.header(10, 100, 1, 0); r.b[8] = 0; }},
         {"cf id >= next", [](Raw &r) { r.header(10, 100, 1, 1); r.cf(1, "a", 0); }},
         {"dup cf id", [](Raw &r) { r.header(10, 100, 5, 2); r.cf(1, "a", 0); r.cf(1, "b", 0); }},
         {"dup cf name", [](Raw &r) { r.header(10, 100, 5, 2); r.cf(1, "a", 0); r.cf(2, "a", 0); }},

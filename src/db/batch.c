@@ -81,7 +81,7 @@ static int batch_add(tdb_batch_t *b, unsigned type, tdb_cf_t *cf, const void *ke
     TRY(buf_append(&b->rep, &t, 1));
     TRY(put_varint32(&b->rep, cf->id));
     TRY(put_lenprefixed(&b->rep, slice_make(key, klen)));
-    if (type == KT_PUT) {
+    if (type == KT_PUT || type == KT_RANGE_DELETE) { /* a range delete's value is its end key */
         TRY(put_lenprefixed(&b->rep, slice_make(val, vlen)));
     } else if (type == KT_PUT_TTL) {
         TRY(put_varint32(&b->rep, (uint32_t)(vlen + 8)));
@@ -105,6 +105,42 @@ int tdb_batch_delete(tdb_batch_t *b, tdb_cf_t *cf, const void *key, size_t klen)
     return batch_add(b, KT_DELETE, cf, key, klen, NULL, 0, 0);
 }
 
+int tdb_batch_single_delete(tdb_batch_t *b, tdb_cf_t *cf, const void *key, size_t klen) {
+    return batch_add(b, KT_SINGLE_DELETE, cf, key, klen, NULL, 0, 0);
+}
+
+/* One range tombstone: key = start, value = end (see docs/design/deletes.md). */
+int tdb_batch_delete_range(tdb_batch_t *b, tdb_cf_t *cf, const void *start, size_t slen, const void *end,
+                           size_t elen) {
+    if (!end || elen == 0) return tdb_err(TDB_ERR_INVALID_ARG, "delete_range: empty end key");
+    if (elen > TDB_MAX_KEY_SIZE)
+        return tdb_err(TDB_ERR_TOO_LARGE, "delete_range: end key of %zu bytes exceeds %u", elen, TDB_MAX_KEY_SIZE);
+    if (start && slen && slice_compare(slice_make(start, slen), slice_make(end, elen)) >= 0)
+        return tdb_err(TDB_ERR_INVALID_ARG, "delete_range: start must sort before end");
+    return batch_add(b, KT_RANGE_DELETE, cf, start, slen, end, elen, 0);
+}
+
+/* Apply a one-entry batch built by add. */
+static int write_single(tdb_t *db, tdb_batch_t *tmp, int rc) {
+    if (rc == TDB_OK) rc = tdb_write(db, tmp);
+    tdb_batch_destroy(tmp);
+    return rc;
+}
+
+int tdb_delete_range(tdb_t *db, tdb_cf_t *cf, const void *start, size_t slen, const void *end, size_t elen) {
+    tdb_batch_t *b;
+    int rc = tdb_batch_create(&b);
+    if (rc != TDB_OK) return rc;
+    return write_single(db, b, tdb_batch_delete_range(b, cf, start, slen, end, elen));
+}
+
+int tdb_single_delete(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen) {
+    tdb_batch_t *b;
+    int rc = tdb_batch_create(&b);
+    if (rc != TDB_OK) return rc;
+    return write_single(db, b, tdb_batch_single_delete(b, cf, key, klen));
+}
+
 int batch_add_raw(tdb_batch_t *b, tdb_cf_t *cf, unsigned type, slice_t key, slice_t value) {
     int rc = TDB_OK;
     size_t mark = b->rep.size;
@@ -113,7 +149,7 @@ int batch_add_raw(tdb_batch_t *b, tdb_cf_t *cf, unsigned type, slice_t key, slic
     TRY(buf_append(&b->rep, &t, 1));
     TRY(put_varint32(&b->rep, cf->id));
     TRY(put_lenprefixed(&b->rep, key));
-    if (kt_is_value(type)) TRY(put_lenprefixed(&b->rep, value));
+    if (kt_is_value(type) || type == KT_RANGE_DELETE) TRY(put_lenprefixed(&b->rep, value));
     enc_fixed32(b->rep.data + 8, dec_fixed32(b->rep.data + 8) + 1);
     b->user_bytes += key.size + value.size;
     return TDB_OK;
@@ -145,11 +181,13 @@ int batch_iterate(slice_t rep, batch_visit_fn fn, void *ctx) {
         if (!(p = dec_varint32(p, limit, &e.cf_id)) || !(p = dec_lenprefixed(p, limit, &e.key)))
             return tdb_err(TDB_ERR_CORRUPTION, "batch: malformed entry %u", i);
         e.value = slice_make(NULL, 0);
-        if (e.type == KT_PUT || e.type == KT_PUT_TTL) {
+        if (e.type == KT_PUT || e.type == KT_PUT_TTL || e.type == KT_RANGE_DELETE) {
             if (!(p = dec_lenprefixed(p, limit, &e.value)))
                 return tdb_err(TDB_ERR_CORRUPTION, "batch: malformed value in entry %u", i);
             if (e.type == KT_PUT_TTL && e.value.size < 8)
                 return tdb_err(TDB_ERR_CORRUPTION, "batch: TTL value too short in entry %u", i);
+            if (e.type == KT_RANGE_DELETE && slice_compare(e.key, e.value) >= 0)
+                return tdb_err(TDB_ERR_CORRUPTION, "batch: range delete with start >= end in entry %u", i);
         } else if (e.type != KT_DELETE && e.type != KT_SINGLE_DELETE) {
             return tdb_err(TDB_ERR_CORRUPTION, "batch: unknown entry type %u", e.type);
         }

@@ -129,10 +129,19 @@ static int install_edit(tdb_t *db, tdb_cf_t *cf, version_edit_t *edit) {
     return TDB_OK;
 }
 
+/* Enter the sticky error state (mu held) and wake everyone waiting for
+ * background progress (stalled writers, tdb_flush, tdb_wait_idle), so they
+ * return the error instead of waiting forever. */
+void db_set_bg_error_locked(tdb_t *db, int rc) {
+    if (db->bg_error == TDB_OK) db->bg_error = rc;
+    pthread_cond_broadcast(&db->done_cv);
+    pthread_cond_broadcast(&db->bg_cv);
+}
+
 /* Record a background failure (mu held). */
 static void set_bg_error(tdb_t *db, int rc, const char *what) {
     db_log(db, TDB_LOG_ERROR, "%s failed: %s (%s)", what, tdb_strerror(rc), tdb_last_error());
-    if (db->bg_error == TDB_OK) db->bg_error = rc;
+    db_set_bg_error_locked(db, rc);
 }
 
 /* Flush cf's oldest immutable memtable (mu held on entry and exit;

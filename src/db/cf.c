@@ -140,7 +140,7 @@ int db_write_manifest_locked(tdb_t *db) {
     manifest_free(&m);
     if (rc != TDB_OK) {
         db_log(db, TDB_LOG_ERROR, "manifest write failed: %s", tdb_last_error());
-        if (db->bg_error == TDB_OK) db->bg_error = rc;
+        db_set_bg_error_locked(db, rc);
     }
     return rc;
 }

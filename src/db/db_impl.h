@@ -260,6 +260,8 @@ void db_exit_exclusive(tdb_t *db, writer_t *w);
 int db_start_background(tdb_t *db);
 void db_stop_background(tdb_t *db);
 void db_maybe_schedule(tdb_t *db); /* under mu: wake workers if work exists */
+/* Enter the sticky error state and wake all waiters (mu held). */
+void db_set_bg_error_locked(tdb_t *db, int rc);
 /* Flush one memtable synchronously to level 1 (recovery); adds to edit. */
 int db_write_level1(tdb_t *db, tdb_cf_t *cf, memtable_t *m, version_edit_t *edit);
 void db_file_obsolete(void *ctx, uint64_t number);

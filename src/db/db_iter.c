@@ -4,6 +4,15 @@
  * user key it yields the newest version visible at the snapshot, and hides
  * keys whose newest visible version is a deletion or an expired value.
  *
+ * Range tombstones: at creation the iterator gathers every range tombstone
+ * of its superversion visible at its sequence (memtable lists, tables with
+ * num_range_deletes > 0) and fragments them (sst/range_del.h, highest
+ * sequence per fragment). An entry is hidden like a deletion when a
+ * fragment containing its user key has a higher sequence; a sequential
+ * scan checks the fragment hint first, so hiding costs O(1) amortized and
+ * a seek O(log fragments). In-band KT_RANGE_DELETE entries of memtable
+ * iterators are skipped. Overlay entries (OVERLAY_SEQ) are never covered.
+ *
  * Direction invariant (as in LevelDB's DBIter):
  *  - forward: `in` is positioned at the entry that produced the current key;
  *  - reverse: `in` is positioned just before all entries of the current key,
@@ -32,6 +41,8 @@ struct tdb_iter {
     void *observe_ctx;
     void (*on_destroy)(void *);
     void *destroy_ctx;
+    rd_frags_t rdf;  /* visible range tombstones, fragmented */
+    size_t rd_hint;  /* last fragment hit */
 };
 
 /* Report the current position (or running off an end) to the observer. */
@@ -51,8 +62,11 @@ static void observe(tdb_iter_t *it, int dir) {
 static int classify(tdb_iter_t *it, slice_t ik, slice_t raw, slice_t *user_value) {
     if (!ikey_valid(ik)) return -1;
     uint64_t seq = ikey_seq(ik);
-    if (seq > it->seq && seq != OVERLAY_SEQ) return -1;
     unsigned t = ikey_type(ik);
+    if (t == KT_RANGE_DELETE) return -1; /* gathered into rdf at creation */
+    if (seq > it->seq && seq != OVERLAY_SEQ) return -1;
+    if (it->rdf.n && seq != OVERLAY_SEQ && rd_frags_max_seq(&it->rdf, ikey_user(ik), UINT64_MAX, &it->rd_hint) > seq)
+        return 0; /* covered by a newer range tombstone */
     if (!kt_is_value(t)) return 0;
     return db_value_live(t, raw, it->now, user_value) ? 1 : 0;
 }
@@ -121,6 +135,37 @@ static void find_prev_user_entry(tdb_iter_t *it) {
     }
 }
 
+typedef struct rd_collect {
+    rd_list_t *l;
+    uint64_t max_seq;
+} rd_collect_t;
+
+/* Keep a memtable tombstone visible at the iterator's sequence. */
+static int rd_collect(void *ctx, slice_t start, slice_t end, uint64_t seq) {
+    rd_collect_t *c = (rd_collect_t *)ctx;
+    return seq <= c->max_seq ? rd_list_add(c->l, start, end, seq) : TDB_OK;
+}
+
+/* Gather and fragment the superversion's tombstones visible at it->seq. */
+static int gather_range_dels(tdb_iter_t *it) {
+    superversion_t *sv = it->sv;
+    rd_list_t all = {0};
+    rd_collect_t c = {&all, it->seq};
+    int rc = TDB_OK;
+    if (memtable_num_range_deletes(sv->mem)) TRY(memtable_range_dels(sv->mem, rd_collect, &c));
+    for (int i = 0; i < sv->nimm; i++)
+        if (memtable_num_range_deletes(sv->imm[i])) TRY(memtable_range_dels(sv->imm[i], rd_collect, &c));
+    TRY(version_range_dels(sv->version, it->db->table_cache, it->seq, &all));
+    if (all.n) TRY(rd_frags_build(&it->rdf, all.v, all.n, it->seq, 1, 0));
+err:
+    rd_list_free(&all);
+    return rc;
+}
+
+int db_iter_range_dels_changed(tdb_iter_t *it, const slice_t *lo, const slice_t *hi, uint64_t since) {
+    return rd_frags_overlap_newer(&it->rdf, lo, hi, since, UINT64_MAX);
+}
+
 int db_iter_create(tdb_t *db, tdb_cf_t *cf, uint64_t seq, iter_t *overlay, tdb_iter_t **out) {
     int rc = TDB_OK;
     iter_t **kids = NULL;
@@ -151,6 +196,7 @@ int db_iter_create(tdb_t *db, tdb_cf_t *cf, uint64_t seq, iter_t *overlay, tdb_i
     for (int i = 0; i < it->sv->nimm; i++)
         if (!(kids[n++] = memtable_iter(it->sv->imm[i]))) RAISE(TDB_ERR_NOMEM, "iterator");
     TRY(version_add_iters(it->sv->version, db->table_cache, &kids, &n, &cap));
+    TRY(gather_range_dels(it));
     it->in = iter_merge(kids, n, ikey_compare);
     free(kids);
     kids = NULL;
@@ -163,6 +209,7 @@ int db_iter_create(tdb_t *db, tdb_cf_t *cf, uint64_t seq, iter_t *overlay, tdb_i
 err:
     for (int i = 0; kids && i < n; i++) iter_destroy(kids[i]);
     free(kids);
+    rd_frags_free(&it->rdf);
     sv_unref(it->sv);
     free(it);
     return rc;
@@ -191,6 +238,7 @@ void tdb_iter_destroy(tdb_iter_t *it) {
     if (!it) return;
     if (it->on_destroy) it->on_destroy(it->destroy_ctx);
     iter_destroy(it->in);
+    rd_frags_free(&it->rdf);
     sv_unref(it->sv);
     buf_free(&it->saved_key);
     buf_free(&it->saved_value);

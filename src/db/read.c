@@ -60,6 +60,23 @@ static int finish_get(unsigned type, slice_t raw, buf_t *out, void **val, size_t
     return TDB_OK;
 }
 
+/* Newest change of user_key in one memtable at snap: its newest point entry
+ * or a newer range tombstone covering it (reported as KT_RANGE_DELETE with
+ * the tombstone's sequence). 1 if either exists, else 0. Memtables hold
+ * disjoint, ordered sequence ranges, so the first memtable (newest first)
+ * with a hit decides. */
+static int mem_lookup(memtable_t *m, slice_t uk, uint64_t snap, unsigned *type, uint64_t *seq, slice_t *raw) {
+    int found = memtable_get(m, uk, snap, type, seq, raw);
+    uint64_t tomb = memtable_num_range_deletes(m) ? memtable_range_del_seq(m, uk, snap) : 0;
+    if (tomb && (!found || tomb > *seq)) {
+        *type = KT_RANGE_DELETE;
+        *seq = tomb;
+        *raw = slice_make("", 0);
+        return 1;
+    }
+    return found;
+}
+
 int tdb_get(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap, const void *key, size_t klen, void **val,
             size_t *vlen) {
     int rc = db_check_cf(db, cf);
@@ -75,12 +92,12 @@ int tdb_get(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap, const void *key
     unsigned type;
     uint64_t found_seq;
     buf_t b = {0};
-    if (memtable_get(sv->mem, uk, seq, &type, &found_seq, &raw)) {
+    if (mem_lookup(sv->mem, uk, seq, &type, &found_seq, &raw)) {
         rc = finish_get(type, raw, &b, val, vlen);
         goto done;
     }
     for (int i = 0; i < sv->nimm; i++) {
-        if (memtable_get(sv->imm[i], uk, seq, &type, &found_seq, &raw)) {
+        if (mem_lookup(sv->imm[i], uk, seq, &type, &found_seq, &raw)) {
             rc = finish_get(type, raw, &b, val, vlen);
             goto done;
         }
@@ -154,12 +171,14 @@ int db_latest_seq(tdb_t *db, tdb_cf_t *cf, slice_t key, uint64_t *seq) {
     slice_t raw;
     int rc = 0;
     (void)db;
-    if (memtable_get(sv->mem, key, SEQ_MAX, &type, seq, &raw)) {
+    /* A covering range tombstone counts as the key's latest change, so
+     * transactions conflict with range deletes. */
+    if (mem_lookup(sv->mem, key, SEQ_MAX, &type, seq, &raw)) {
         rc = 1;
         goto done;
     }
     for (int i = 0; i < sv->nimm; i++) {
-        if (memtable_get(sv->imm[i], key, SEQ_MAX, &type, seq, &raw)) {
+        if (mem_lookup(sv->imm[i], key, SEQ_MAX, &type, seq, &raw)) {
             rc = 1;
             goto done;
         }
@@ -185,8 +204,10 @@ int db_range_changed(tdb_t *db, tdb_cf_t *cf, const slice_t *lo, const slice_t *
     } else {
         iter_seek_to_first(in);
     }
-    rc = 0;
-    for (; iter_valid(in); iter_next(in)) {
+    /* A range tombstone overlapping [lo, hi] changed the range too, also
+     * when it starts below lo (then the scan below does not meet it). */
+    rc = db_iter_range_dels_changed(it, lo, hi, since);
+    for (; rc == 0 && iter_valid(in); iter_next(in)) {
         slice_t ik = iter_key(in);
         if (hi && slice_compare(ikey_user(ik), *hi) > 0) break;
         if (ikey_seq(ik) > since) {

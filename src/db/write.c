@@ -29,7 +29,7 @@ int db_rotate_wal(tdb_t *db) {
         rc = wal_writer_sync(db->wal);
         if (rc != TDB_OK) {
             db_log(db, TDB_LOG_ERROR, "WAL sync at rotation failed: %s", tdb_last_error());
-            if (db->bg_error == TDB_OK) db->bg_error = rc;
+            db_set_bg_error_locked(db, rc);
             pthread_mutex_unlock(&db->wal_mu);
             return rc;
         }
@@ -446,7 +446,7 @@ static void commit_group(tdb_t *db, writer_t *self) {
     }
 
     pthread_mutex_lock(&db->mu);
-    if (rc != TDB_OK && np > 0 && db->bg_error == TDB_OK) db->bg_error = rc; /* sticky: WAL state unknown */
+    if (rc != TDB_OK && np > 0) db_set_bg_error_locked(db, rc); /* sticky: WAL state unknown */
     for (writer_t *w = self;; w = w->next) {
         if (rc != TDB_OK) w->rc = rc;
         w->done = true;
@@ -549,7 +549,7 @@ int tdb_sync(tdb_t *db) {
     pthread_mutex_unlock(&db->wal_mu);
     if (rc != TDB_OK) {
         pthread_mutex_lock(&db->mu);
-        if (db->bg_error == TDB_OK) db->bg_error = rc; /* a failed fsync is sticky */
+        db_set_bg_error_locked(db, rc); /* a failed fsync is sticky */
         pthread_mutex_unlock(&db->mu);
     }
     return rc;
@@ -577,7 +577,7 @@ void *db_sync_thread(void *arg) {
         pthread_mutex_lock(&db->mu);
         if (rc != TDB_OK && db->bg_error == TDB_OK) {
             db_log(db, TDB_LOG_ERROR, "interval WAL sync failed: %s", tdb_last_error());
-            db->bg_error = rc;
+            db_set_bg_error_locked(db, rc);
         }
     }
     pthread_mutex_unlock(&db->mu);

@@ -74,7 +74,8 @@ struct sst_reader {
     char *filter;
     size_t filter_size;
     rd_list_t rdl;  /* range tombstones */
-    rd_frags_t rdf; /* ... fragmented */
+    rd_frags_t rdf; /* ... fragmented (all sequences, or the top one) */
+    int rd_top_only;
 };
 
 /* Free a decoded record. */
@@ -470,7 +471,15 @@ int sst_reader_open(env_t *env, const char *path, uint64_t file_number, lru_cach
         TRY(parse_range_dels(r, slice_make(meta, (size_t)r->ext.range_del.size), r->ext.range_del.offset, &r->rdl));
         free(meta);
         meta = NULL;
-        TRY(rd_frags_build(&r->rdf, r->rdl.v, r->rdl.n, SEQ_MAX, 0));
+        /* Every covering sequence per fragment, within a linear budget;
+         * heavily nested tombstones get the highest one only, and reads at
+         * older snapshots then scan the list. */
+        rc = rd_frags_build(&r->rdf, r->rdl.v, r->rdl.n, SEQ_MAX, 0, 8 * r->rdl.n + 4096);
+        if (rc == TDB_ERR_TOO_LARGE) {
+            r->rd_top_only = 1;
+            rc = rd_frags_build(&r->rdf, r->rdl.v, r->rdl.n, SEQ_MAX, 1, 0);
+        }
+        if (rc != TDB_OK) goto err;
     } else if (r->props.num_range_deletes > 0) {
         RAISE(TDB_ERR_CORRUPTION, "%s: %llu range tombstones but no range-deletion block", path,
               (unsigned long long)r->props.num_range_deletes);
@@ -528,7 +537,15 @@ size_t sst_reader_range_dels(const sst_reader_t *r, const range_del_t **out) {
 /* Newest tombstone covering user_key at snap_seq. */
 uint64_t sst_reader_range_del_seq(const sst_reader_t *r, slice_t user_key, uint64_t snap_seq) {
     if (r->rdf.n == 0) return 0;
-    return rd_frags_max_seq(&r->rdf, user_key, snap_seq, NULL);
+    if (!r->rd_top_only) return rd_frags_max_seq(&r->rdf, user_key, snap_seq, NULL);
+    uint64_t top = rd_frags_max_seq(&r->rdf, user_key, UINT64_MAX, NULL);
+    if (top <= snap_seq) return top;
+    uint64_t best = 0; /* an older snapshot: scan */
+    for (size_t i = 0; i < r->rdl.n && slice_compare(r->rdl.v[i].start, user_key) <= 0; i++) {
+        const range_del_t *t = &r->rdl.v[i];
+        if (t->seq <= snap_seq && t->seq > best && slice_compare(user_key, t->end) < 0) best = t->seq;
+    }
+    return best;
 }
 
 /* Bloom check (1 when there is no filter). */

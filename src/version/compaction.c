@@ -157,9 +157,9 @@ static int smallest_cmp(const void *a, const void *b) {
 /* May c move its inputs down without a rewrite? (rules in compaction.h) */
 static int can_move(const compaction_t *c) {
     if (c->level == c->output_level || c->nin[1] != 0 || c->nin[0] == 0) return 0;
-    if (c->bottommost)
+    if (c->bottommost) /* a rewrite would drop tombstones (point or range) */
         for (int i = 0; i < c->nin[0]; i++)
-            if (c->in[0][i]->num_deletes) return 0;
+            if (c->in[0][i]->num_deletes || c->in[0][i]->num_range_deletes) return 0;
     if (c->nin[0] == 1) return 1;
     /* Pairwise disjoint (level 1 files may overlap each other). */
     file_meta_t **fs = (file_meta_t **)malloc((size_t)c->nin[0] * sizeof *fs);

@@ -51,8 +51,9 @@
  * the output level, whose level inputs are pairwise disjoint (always true
  * for levels >= 2; for level 1 every file must be disjoint from the others),
  * that moves down (level != output_level) and either does not land in the
- * bottommost position or has no deletions (nothing a rewrite would drop;
- * shadowed versions and expired TTL values simply stay), is marked
+ * bottommost position or has no deletions, point or range (nothing a
+ * rewrite would drop; shadowed versions and expired TTL values simply
+ * stay), is marked
  * trivial_move: compaction_move records "delete at level, add the same
  * file_meta at output_level" and writes nothing. The file stays referenced
  * throughout, so its obsolete callback does not fire.
@@ -189,8 +190,13 @@ typedef struct table_write_ctx {
  * of its user key within its stripe. If bottommost, a kept KT_DELETE /
  * KT_SINGLE_DELETE, or a KT_PUT_TTL whose expiry <= now_unix, in the lowest
  * stripe (seq <= smallest snapshot, or any seq without snapshots) is dropped
- * too. Writes no file if nothing is kept. On error every output of this call
- * is deleted and removed from edit. */
+ * too. Range tombstones (in-band KT_RANGE_DELETE entries, value = end; the
+ * inputs' blocks in compaction_run) drop covered entries of their stripe,
+ * are clipped into every output they intersect and are dropped when
+ * bottommost in the lowest stripe; a KT_SINGLE_DELETE meeting a put as the
+ * next older version in its stripe is dropped with it at any level
+ * (docs/design/deletes.md). Writes no file if nothing is kept. On error
+ * every output of this call is deleted and removed from edit. */
 int table_write_from_iter(iter_t *input, table_write_ctx_t *ctx, int out_level, version_edit_t *edit);
 
 /* Run c: merge its inputs (read through tc), write with ctx (ctx->bottommost

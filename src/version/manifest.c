@@ -16,7 +16,8 @@
 
 #define MANIFEST_MAGIC "TDBMANIF"
 #define MANIFEST_MAGIC_LEN 8
-#define MANIFEST_FORMAT 1
+#define MANIFEST_FORMAT 2     /* written; 1 (no num_range_deletes) is still read */
+#define MANIFEST_FORMAT_MIN 1
 #define MANIFEST_HEADER (MANIFEST_MAGIC_LEN + 4)
 #define MANIFEST_MIN_CF_BYTES 32   /* smallest possible encoded family */
 #define MANIFEST_MIN_FILE_BYTES 25 /* smallest possible encoded file */
@@ -63,6 +64,7 @@ static int encode_file(int level, const file_meta_t *f, buf_t *b) {
     TRY(put_varint64(b, f->max_seq));
     TRY(put_varint64(b, f->num_entries));
     TRY(put_varint64(b, f->num_deletes));
+    TRY(put_varint64(b, f->num_range_deletes));
 err:
     return rc;
 }
@@ -172,14 +174,14 @@ static int decode_config(slice_t blob, tdb_cf_config_t *cfg, uint32_t id) {
 }
 
 /* Decode one file record and add it to the edit; records its number. */
-static int decode_file(cursor_t *c, const manifest_t *m, uint32_t cf_id, version_edit_t *e, uint64_t *nums,
-                       size_t *nnums) {
+static int decode_file(cursor_t *c, const manifest_t *m, uint32_t format, uint32_t cf_id, version_edit_t *e,
+                       uint64_t *nums, size_t *nnums) {
     uint32_t level;
-    uint64_t number, size, min_seq, max_seq, entries, deletes;
+    uint64_t number, size, min_seq, max_seq, entries, deletes, range_deletes = 0;
     slice_t smallest, largest;
     if (!rd_v32(c, &level) || !rd_v64(c, &number) || !rd_v64(c, &size) || !rd_slice(c, &smallest) ||
         !rd_slice(c, &largest) || !rd_v64(c, &min_seq) || !rd_v64(c, &max_seq) || !rd_v64(c, &entries) ||
-        !rd_v64(c, &deletes))
+        !rd_v64(c, &deletes) || (format >= 2 && !rd_v64(c, &range_deletes)))
         return tdb_err(TDB_ERR_CORRUPTION, "manifest: column family %u: truncated file record", cf_id);
     if (level < 1 || level >= TDB_MAX_LEVELS)
         return tdb_err(TDB_ERR_CORRUPTION, "manifest: file %llu at invalid level %u", (unsigned long long)number,
@@ -200,6 +202,7 @@ static int decode_file(cursor_t *c, const manifest_t *m, uint32_t cf_id, version
     file_meta_t *f =
         file_meta_create(number, size, smallest, largest, min_seq, max_seq, entries, deletes);
     if (!f) return tdb_err(TDB_ERR_NOMEM, "manifest: file meta");
+    f->num_range_deletes = range_deletes;
     int rc = version_edit_add(e, (int)level, f);
     file_meta_unref(f); /* the edit holds it now (or it is freed on failure) */
     if (rc == TDB_OK) nums[(*nnums)++] = number;
@@ -228,7 +231,8 @@ int manifest_decode(slice_t data, manifest_t *out, file_obsolete_fn fn, void *ct
     uint32_t stored = dec_fixed32(data.data + data.size - 4);
     if (tdb_checksum(data.data, data.size - 4) != stored) RAISE(TDB_ERR_CORRUPTION, "manifest: checksum mismatch");
     uint32_t format = dec_fixed32(data.data + MANIFEST_MAGIC_LEN);
-    if (format != MANIFEST_FORMAT) RAISE(TDB_ERR_CORRUPTION, "manifest: unknown format version %u", format);
+    if (format < MANIFEST_FORMAT_MIN || format > MANIFEST_FORMAT)
+        RAISE(TDB_ERR_CORRUPTION, "manifest: unknown format version %u", format);
 
     cursor_t c = {data.data + MANIFEST_HEADER, data.data + data.size - 4};
     uint32_t ncf;
@@ -275,7 +279,7 @@ int manifest_decode(slice_t data, manifest_t *out, file_obsolete_fn fn, void *ct
         if (nfiles > (size_t)(c.limit - c.p) / MANIFEST_MIN_FILE_BYTES)
             RAISE(TDB_ERR_CORRUPTION, "manifest: %u files cannot fit", nfiles);
         version_edit_free(&e);
-        for (uint32_t j = 0; j < nfiles; j++) TRY(decode_file(&c, &m, cf->id, &e, nums, &nnums));
+        for (uint32_t j = 0; j < nfiles; j++) TRY(decode_file(&c, &m, format, cf->id, &e, nums, &nnums));
         rc = version_apply(empty, &e, &cf->version);
         if (rc != TDB_OK) {
             /* Any inconsistency in the level shape is corruption of the file. */

@@ -6,7 +6,7 @@
  *
  * Format (all integers little-endian; docs/design/version.md):
  *
- *   magic "TDBMANIF" (8) | fixed32 format version (1) | body | fixed32 checksum
+ *   magic "TDBMANIF" (8) | fixed32 format version (2) | body | fixed32 checksum
  *
  *   body = varint64 next_file_number | varint64 last_sequence |
  *          varint32 next_cf_id | varint32 ncf | cf*
@@ -14,7 +14,8 @@
  *          varint64 log_number | varint32 nfiles | file*
  *   file = varint32 level | varint64 number | varint64 file_size |
  *          lenprefixed smallest | lenprefixed largest | varint64 min_seq |
- *          varint64 max_seq | varint64 num_entries | varint64 num_deletes
+ *          varint64 max_seq | varint64 num_entries | varint64 num_deletes |
+ *          varint64 num_range_deletes (format 2; absent in format 1, read as 0)
  *   config = fields of tdb_cf_config_t in declaration order (size_t and
  *          uint64 as varint64, int and uint32 as varint32 of the 32-bit
  *          pattern, double as fixed64 of its bits); a longer config blob

@@ -49,8 +49,10 @@ file_meta_t *file_meta_create(uint64_t number, uint64_t file_size, slice_t small
 
 /* File meta from a finished table's properties. */
 file_meta_t *file_meta_from_props(uint64_t number, const sst_props_t *p) {
-    return file_meta_create(number, p->file_size, buf_slice(&p->smallest), buf_slice(&p->largest), p->min_seq,
-                            p->max_seq, p->num_entries, p->num_deletes);
+    file_meta_t *f = file_meta_create(number, p->file_size, buf_slice(&p->smallest), buf_slice(&p->largest),
+                                      p->min_seq, p->max_seq, p->num_entries, p->num_deletes);
+    if (f) f->num_range_deletes = p->num_range_deletes;
+    return f;
 }
 
 /* Take a reference. */
@@ -348,15 +350,22 @@ err:
 /* lookups                                                                 */
 /* ---------------------------------------------------------------------- */
 
-/* Probe one file for user_key: 1 found, 0 absent, <0 error. */
+/* Probe one file for user_key: its newest point entry and its newest
+ * covering range tombstone; 1 found (the newer of the two), 0 absent, <0
+ * error. */
 static int probe_file(table_cache_t *tc, const file_meta_t *f, slice_t user_key, uint64_t snap_seq,
                       unsigned *type, uint64_t *seq, buf_t *value) {
     sst_reader_t *r = NULL;
     int rc = table_cache_get(tc, f->number, &r);
     if (rc != TDB_OK) return rc;
+    uint64_t tomb = sst_reader_range_del_seq(r, user_key, snap_seq);
     rc = sst_reader_may_contain(r, user_key) ? sst_reader_get(r, user_key, snap_seq, type, seq, value) : 0;
     sst_reader_unref(r);
-    return rc;
+    if (rc < 0 || tomb == 0 || (rc == 1 && *seq > tomb)) return rc;
+    *type = KT_RANGE_DELETE; /* the key is covered by a newer tombstone */
+    *seq = tomb;
+    buf_clear(value);
+    return 1;
 }
 
 /* Does f's user-key range include user_key? */
@@ -395,6 +404,26 @@ int version_get(version_t *v, table_cache_t *tc, slice_t user_key, uint64_t snap
         if (rc != 0) return rc;
     }
     return 0;
+}
+
+/* Copy the tombstones of the files that have some. */
+int version_range_dels(version_t *v, table_cache_t *tc, uint64_t max_seq, rd_list_t *out) {
+    for (int l = 1; l < TDB_MAX_LEVELS; l++) {
+        for (int i = 0; i < v->n[l]; i++) {
+            const file_meta_t *f = v->files[l][i];
+            if (f->num_range_deletes == 0 || f->min_seq > max_seq) continue;
+            sst_reader_t *r = NULL;
+            int rc = table_cache_get(tc, f->number, &r);
+            if (rc != TDB_OK) return rc;
+            const range_del_t *rd;
+            size_t n = sst_reader_range_dels(r, &rd);
+            for (size_t k = 0; k < n && rc == TDB_OK; k++)
+                if (rd[k].seq <= max_seq) rc = rd_list_add(out, rd[k].start, rd[k].end, rd[k].seq);
+            sst_reader_unref(r);
+            if (rc != TDB_OK) return rc;
+        }
+    }
+    return TDB_OK;
 }
 
 /* Grow an iterator array to hold one more. */

@@ -11,6 +11,15 @@
  *    smallest key. One user key's versions never span two files of a level.
  *  - For any user key, a version in level L is newer than every version of
  *    that key in a level > L (compaction moves data down only).
+ *  - Range tombstones obey the same rule, with "version of k" read as "point
+ *    entry at k or tombstone covering k": a file's [smallest, largest] covers
+ *    its tombstones (sst/range_del.h), so a compaction that moves a
+ *    tombstone down takes every next-level file it overlaps as an input,
+ *    and a tombstone never lands below older data it must shadow or above
+ *    newer data it must not. Level-1 files hold flushed memtables whose
+ *    sequence ranges are disjoint and ordered like the files (newest
+ *    first). Hence a lookup may stop at the first file (in search order)
+ *    holding a point entry of the key or a tombstone covering it.
  *
  * Invariants
  *  - A version is immutable once version_apply/version_create returns it:
@@ -54,6 +63,7 @@ typedef struct file_meta {
     uint64_t number, file_size;
     buf_t smallest, largest; /* internal keys, owned */
     uint64_t min_seq, max_seq, num_entries, num_deletes;
+    uint64_t num_range_deletes; /* range tombstones (0 for file_meta_create; set it after) */
     int refs;            /* touched only via file_meta_ref/unref (atomic) */
     int being_compacted; /* under the db mutex */
     /* Set when the file first enters a version (version_apply). */
@@ -120,9 +130,13 @@ void version_edit_free(version_edit_t *e);
 int version_apply(const version_t *base, const version_edit_t *e, version_t **out);
 
 /* Point lookup through the levels: level-1 files newest first (skipping
- * files whose key range or bloom filter excludes the key), then each deeper
- * level by binary search. The first hit wins. Returns 1 (found: *type,
- * *seq, *value set; deletions are hits too), 0 absent, <0 error. */
+ * files whose key range excludes the key; the bloom filter gates only the
+ * point probe), then each deeper level by binary search. In each file the
+ * newest point entry and the newest covering range tombstone (both with
+ * seq <= snap_seq) are found; the first file with either wins, and the
+ * newer of the two is the answer. Returns 1 (found: *type, *seq, *value
+ * set; deletions are hits too, a covering tombstone as KT_RANGE_DELETE with
+ * its sequence and an empty value), 0 absent, <0 error. */
 int version_get(version_t *v, table_cache_t *tc, slice_t user_key, uint64_t snap_seq, unsigned *type,
                 uint64_t *seq, buf_t *value);
 
@@ -131,6 +145,10 @@ int version_get(version_t *v, table_cache_t *tc, slice_t user_key, uint64_t snap
  * deeper non-empty level (opens files through tc only when reached; holds a
  * version reference). On error nothing is appended. */
 int version_add_iters(version_t *v, table_cache_t *tc, iter_t ***its, int *n, int *cap);
+
+/* Append copies of the range tombstones with seq <= max_seq of every file
+ * of v that has some (file_meta.num_range_deletes > 0; opened through tc). */
+int version_range_dels(version_t *v, table_cache_t *tc, uint64_t max_seq, rd_list_t *out);
 
 /* Lazy concatenating iterator over one level >= 2 of v (holds a version
  * reference). NULL on OOM. */

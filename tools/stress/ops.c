@@ -19,6 +19,8 @@
 #include <string.h>
 
 #include "stress.h"
+#include "db/db_impl.h"
+int db_latest_seq(tdb_t *db, tdb_cf_t *cf, slice_t key, uint64_t *seq);
 
 typedef struct wentry {
     uint32_t cf, key;
@@ -275,11 +277,35 @@ static int perform_txn(thread_ctx_t *t, wentry_t *e, int n, void *arg) {
         tdb_txn_free(x);
         return rc == TDB_OK ? PERFORM_ROLLED_BACK : rc;
     }
+    char detail[256] = "";
+    uint64_t snapseq = tdb_txn_snapshot_sequence(x);
     if (rc == TDB_OK) rc = tdb_txn_commit(x);
-    else tdb_txn_rollback(x);
+    if (rc == TDB_ERR_CONFLICT) {
+        for (int i = 0; i < n; i++) {
+            char kb[STRESS_KEY_MAX];
+            size_t kl = stress_key(e[i].key, kb);
+            uint64_t ls = 0;
+            int r = db_latest_seq(s->db, s->cf[e[i].cf], slice_make(kb, kl), &ls);
+            fprintf(stderr, "DIAG cf%u/%u snap=%llu latest=%llu (r=%d) visible=%llu\n", e[i].cf, e[i].key,
+                    (unsigned long long)snapseq, (unsigned long long)ls, r,
+                    (unsigned long long)atomic_load(&s->db->visible_seq));
+        }
+    }
+    if (rc != TDB_OK) {
+        snprintf(detail, sizeof detail, "%s", tdb_last_error());
+        tdb_txn_rollback(x);
+    }
     tdb_txn_free(x);
-    if (rc == TDB_ERR_CONFLICT)
-        stress_fail(s, "transaction conflict on keys no other writer could touch (stripe locks held)");
+    if (rc == TDB_ERR_CONFLICT) {
+        char keys[512];
+        size_t m = 0;
+        keys[0] = '\0';
+        for (int i = 0; i < n && m < sizeof keys - 32; i++)
+            m += (size_t)snprintf(keys + m, sizeof keys - m, " cf%u/%u%s", e[i].cf, e[i].key, e[i].put ? "" : "(del)");
+        stress_fail(s, "transaction conflict (isolation %d, %s%s) on keys no other writer could touch:%s: %s",
+                    to.isolation, to.pessimistic ? "pessimistic" : "optimistic", use_savepoint ? ", savepoint" : "",
+                    keys, detail);
+    }
     return rc;
 }
 
@@ -310,6 +336,59 @@ static int op_txn(thread_ctx_t *t) {
     wentry_t e[STRESS_MAX_BATCH];
     int n = pick_entries(t, e, 1 + (int)rng_uniform(&t->rng, 6), t->s->o.cfs, 0.7);
     write_op(t, e, n, perform_txn, NULL, "tdb_txn_commit");
+    return 0;
+}
+
+/* A range delete over entries e[0..n) (consecutive keys of one family),
+ * then puts of the entries marked put: later writes in the same batch are
+ * not affected by the range. Without puts, half the time tdb_delete_range. */
+static int perform_range(thread_ctx_t *t, wentry_t *e, int n, void *arg) {
+    (void)arg;
+    stress_t *s = t->s;
+    char lo[STRESS_KEY_MAX], hi[STRESS_KEY_MAX];
+    size_t ll = stress_key(e[0].key, lo), hl = stress_key(e[n - 1].key + 1, hi);
+    int puts = 0;
+    for (int i = 0; i < n; i++) puts += e[i].put;
+    if (!puts && rng_uniform(&t->rng, 2)) return tdb_delete_range(s->db, s->cf[e[0].cf], lo, ll, hi, hl);
+    tdb_batch_t *b = NULL;
+    int rc = tdb_batch_create(&b);
+    if (rc == TDB_OK) rc = tdb_batch_delete_range(b, s->cf[e[0].cf], lo, ll, hi, hl);
+    for (int i = 0; i < n && rc == TDB_OK; i++) {
+        if (!e[i].put) continue;
+        char kb[STRESS_KEY_MAX];
+        size_t kl = stress_key(e[i].key, kb);
+        size_t vl = entry_value(t, &e[i]);
+        rc = tdb_batch_put(b, s->cf[e[i].cf], kb, kl, t->vbuf, vl, 0);
+    }
+    if (rc == TDB_OK) rc = tdb_write(s->db, b);
+    tdb_batch_destroy(b);
+    return rc;
+}
+
+/* Range delete of 1..16 consecutive keys of one family, sometimes with
+ * some of them written again later in the same batch. */
+static int op_range_delete(thread_ctx_t *t) {
+    stress_t *s = t->s;
+    wentry_t e[STRESS_MAX_BATCH];
+    uint32_t len = 1 + (uint32_t)rng_uniform(&t->rng, 16);
+    if (len >= s->o.keys) len = s->o.keys - 1;
+    if (len == 0) return 0;
+    uint32_t k0 = (uint32_t)rng_uniform(&t->rng, s->o.keys - len); /* k0 + len < keys: the end key exists */
+    uint32_t cf = (uint32_t)rng_uniform(&t->rng, (uint64_t)s->o.cfs);
+    int reput = rng_uniform(&t->rng, 3) == 0;
+    for (uint32_t i = 0; i < len; i++) {
+        e[i].cf = cf;
+        e[i].key = k0 + i;
+        e[i].put = reput && rng_uniform(&t->rng, 4) == 0;
+    }
+    write_op(t, e, (int)len, perform_range, NULL, "range delete");
+    return 0;
+}
+
+/* tdb_sync: makes acknowledged writes durable whatever the sync mode. */
+static int op_sync(thread_ctx_t *t) {
+    int rc = tdb_sync(t->s->db);
+    if (rc != TDB_OK) write_error(t, rc, "tdb_sync");
     return 0;
 }
 
@@ -501,6 +580,8 @@ const op_kind_t stress_op_kinds[] = {
     {"delete", 8, op_delete, 0},
     {"batch", 14, op_batch, 0},
     {"txn", 6, op_txn, 0},
+    {"range_delete", 2, op_range_delete, 0},
+    {"sync", 0.2, op_sync, 0},
     {"get", 22, op_get, 0},
     {"iter", 10, op_iter, 0},
     {"snapshot", 5, op_snapshot, 0},

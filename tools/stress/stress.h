@@ -33,6 +33,10 @@
 #include "env/env_fault.h"
 #include "tidesdb/tidesdb.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define STRESS_MAX_THREADS 64
 #define STRESS_MAX_CFS 16
 #define STRESS_MAX_BATCH 32
@@ -236,4 +240,7 @@ int window_allows(uint64_t w0, uint64_t w1, int present, uint32_t gen);
 void stress_lock_keys(stress_t *s, const uint32_t *keys, int n);
 void stress_unlock_keys(stress_t *s, const uint32_t *keys, int n);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -1,0 +1,272 @@
+// Database-level tests of the compaction policy through the public API:
+// level targets that follow the bottom level's size (checked on the tree a
+// random load leaves behind), write amplification from the statistics,
+// trivial moves for sequential inserts, concurrent compactions of one
+// family (compaction_threads = 2), manual compaction and reopen.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "testutil.h"
+#include "tidesdb/tidesdb.h"
+
+using tdbtest::Key;
+using tdbtest::TempDir;
+using tdbtest::Value;
+
+namespace {
+
+constexpr int kLast = TDB_MAX_LEVELS - 1;
+constexpr uint64_t kKeys = 200000;
+
+tdb_config_t LoadConfig() {
+    tdb_config_t c;
+    tdb_config_default(&c);
+    c.default_cf.write_buffer_size = 256 << 10;  // base level target: 4 x 256 KiB
+    c.default_cf.sync_mode = TDB_SYNC_NONE;
+    c.block_cache_size = 4 << 20;
+    c.compaction_threads = 2;
+    c.log_level = TDB_LOG_DEBUG;  // the LOG records picks and trivial moves
+    return c;
+}
+
+// Expected targets from the level sizes (the rule of version/compaction.h,
+// restated): returns the base level.
+int ExpectedTargets(const tdb_stats_t &st, uint64_t base_bytes, uint64_t ratio, uint64_t target[TDB_MAX_LEVELS]) {
+    uint64_t size = 0;
+    int first = 0;
+    for (int l = 2; l < TDB_MAX_LEVELS; l++) {
+        if (!first && st.levels[l].files) first = l;
+        size = std::max(size, st.levels[l].bytes);
+    }
+    int base = kLast;
+    for (uint64_t t = size; base > 2 && t / ratio > base_bytes / ratio; t /= ratio) base--;
+    if (first && first < base) base = first;
+    for (int l = 0; l < TDB_MAX_LEVELS; l++) target[l] = 0;
+    target[kLast] = size;
+    for (int l = base; l < kLast; l++) {
+        uint64_t t = size;
+        for (int k = l; k < kLast; k++) t /= ratio;
+        target[l] = std::max(t, base_bytes);
+    }
+    return base;
+}
+
+struct LogCounts {
+    int moves = 0, compactions = 0, max_running = 0;
+};
+
+// Count trivial moves, rewrites and the most compactions seen running at
+// once in <dir>/LOG.
+LogCounts ReadLog(const std::string &dir) {
+    LogCounts c;
+    std::ifstream in(dir + "/LOG");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.find("trivial move '") != std::string::npos) c.moves++;
+        if (line.find("compacted '") != std::string::npos) c.compactions++;
+        size_t p = line.find(" running");
+        size_t q = line.rfind(", ", p);
+        if (line.find("picked '") != std::string::npos && p != std::string::npos && q != std::string::npos)
+            c.max_running = std::max(c.max_running, atoi(line.c_str() + q + 2));
+    }
+    return c;
+}
+
+class CompactionDb : public ::testing::Test {
+  protected:
+    TempDir dir_;
+    tdb_config_t cfg_ = LoadConfig();
+    tdb_t *db_ = nullptr;
+    tdb_cf_t *cf_ = nullptr;
+
+    void Open() {
+        ASSERT_EQ(TDB_OK, tdb_open(dir_.path().c_str(), &cfg_, &db_)) << tdb_last_error();
+        ASSERT_EQ(TDB_OK, tdb_get_cf(db_, TDB_DEFAULT_CF, &cf_));
+    }
+    void Close() {
+        if (db_) EXPECT_EQ(TDB_OK, tdb_close(db_));
+        db_ = nullptr;
+    }
+    void TearDown() override { Close(); }
+
+    void Put(uint64_t i, uint64_t version = 0) {
+        std::string k = Key(i), v = Value(i + version * 7919, 100);
+        ASSERT_EQ(TDB_OK, tdb_put(db_, cf_, k.data(), k.size(), v.data(), v.size(), 0)) << tdb_last_error();
+    }
+    std::string Get(uint64_t i) {
+        std::string k = Key(i);
+        void *v = nullptr;
+        size_t n = 0;
+        int rc = tdb_get(db_, cf_, nullptr, k.data(), k.size(), &v, &n);
+        if (rc != TDB_OK) return std::string("<") + tdb_strerror(rc) + ">";
+        std::string s((const char *)v, n);
+        tdb_free(v);
+        return s;
+    }
+    tdb_stats_t Stats() {
+        tdb_stats_t st;
+        EXPECT_EQ(TDB_OK, tdb_get_stats(db_, cf_, &st));
+        return st;
+    }
+    static double WriteAmp(const tdb_stats_t &st) {
+        return (double)(st.wal_bytes_written + st.flush_bytes_written + st.compaction_bytes_written) /
+               (double)st.user_bytes_written;
+    }
+    static std::string Shape(const tdb_stats_t &st) {
+        std::string s;
+        for (int l = 1; l < TDB_MAX_LEVELS; l++)
+            s += "L" + std::to_string(l) + "=" + std::to_string(st.levels[l].files) + "/" +
+                 std::to_string(st.levels[l].bytes) + " ";
+        return s;
+    }
+    // Every key holds the value of its latest write (version[i]); a scan
+    // sees exactly the keys in order.
+    void Verify(const std::vector<uint64_t> &version) {
+        for (uint64_t i = 0; i < version.size(); i += 97) ASSERT_EQ(Value(i + version[i] * 7919, 100), Get(i)) << i;
+        tdb_iter_t *it = nullptr;
+        ASSERT_EQ(TDB_OK, tdb_iter_create(db_, cf_, nullptr, &it));
+        uint64_t n = 0;
+        for (tdb_iter_seek_to_first(it); tdb_iter_valid(it); tdb_iter_next(it), n++) {
+            size_t kl = 0, vl = 0;
+            const char *k = (const char *)tdb_iter_key(it, &kl);
+            const char *v = (const char *)tdb_iter_value(it, &vl);
+            ASSERT_LT(n, version.size());
+            ASSERT_EQ(Key(n), std::string(k, kl));
+            ASSERT_EQ(Value(n + version[n] * 7919, 100), std::string(v, vl)) << n;
+        }
+        EXPECT_EQ(TDB_OK, tdb_iter_status(it));
+        tdb_iter_destroy(it);
+        EXPECT_EQ(version.size(), n);
+    }
+    // After tdb_wait_idle: the tree has the shape the dynamic targets ask
+    // for. Returns the base level.
+    int CheckShape(const tdb_stats_t &st) {
+        const uint64_t base_bytes = (uint64_t)cfg_.default_cf.write_buffer_size * cfg_.default_cf.l1_file_count_trigger;
+        uint64_t target[TDB_MAX_LEVELS];
+        int base = ExpectedTargets(st, base_bytes, (uint64_t)cfg_.default_cf.level_size_ratio, target);
+        uint64_t total = 0;
+        for (int l = 1; l < TDB_MAX_LEVELS; l++) total += st.levels[l].bytes;
+        EXPECT_LT(st.levels[1].files, (uint64_t)cfg_.default_cf.l1_file_count_trigger) << Shape(st);
+        for (int l = 2; l < base; l++) EXPECT_EQ(0u, st.levels[l].files) << "above the base " << Shape(st);
+        for (int l = base; l < kLast; l++)  // idle: no level is at or over its target
+            EXPECT_LT(st.levels[l].bytes, target[l]) << "level " << l << " " << Shape(st);
+        // The bottom is the last level and holds most of the data (the
+        // levels above hold under S/(ratio-1) plus the base floor).
+        EXPECT_EQ(target[kLast], st.levels[kLast].bytes) << Shape(st);
+        double share = cfg_.default_cf.level_size_ratio >= 10 ? 0.75 : 0.5;
+        EXPECT_GE((double)st.levels[kLast].bytes, share * (double)total) << Shape(st);
+        return base;
+    }
+};
+
+TEST_F(CompactionDb, FillRandomFollowsDynamicTargets) {
+    Open();
+    std::vector<uint64_t> version(kKeys, 0);
+    std::vector<uint64_t> order(kKeys);
+    for (uint64_t i = 0; i < kKeys; i++) order[i] = i;
+    std::mt19937_64 rng(301);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (uint64_t i : order) Put(i);
+    // Overwrite a tenth so compactions also drop shadowed versions.
+    for (uint64_t j = 0; j < kKeys / 10; j++) {
+        uint64_t i = rng() % kKeys;
+        Put(i, ++version[i]);
+    }
+    ASSERT_EQ(TDB_OK, tdb_wait_idle(db_)) << tdb_last_error();
+    tdb_stats_t st = Stats();
+    int base = CheckShape(st);
+    EXPECT_GT(base, 2) << "a tree of this size needs few levels: " << Shape(st);
+    double wa = WriteAmp(st);
+    LogCounts lc = ReadLog(dir_.path());
+    printf("fillrandom %llu keys: %s base=L%d write-amp=%.2f (wal %.2f flush %.2f compaction %.2f) "
+           "compactions=%d moves=%d max-concurrent=%d\n",
+           (unsigned long long)kKeys, Shape(st).c_str(), base, wa,
+           (double)st.wal_bytes_written / st.user_bytes_written, (double)st.flush_bytes_written / st.user_bytes_written,
+           (double)st.compaction_bytes_written / st.user_bytes_written, lc.compactions, lc.moves, lc.max_running);
+    RecordProperty("write_amp", std::to_string(wa));
+    EXPECT_GT(lc.compactions, 0);
+    // WAL + flush + about (ratio+1) per level the data passes through.
+    EXPECT_LT(wa, 12.0) << Shape(st);
+    ASSERT_NO_FATAL_FAILURE(Verify(version));
+
+    // Reopen: the manifest recorded the shape, data is intact.
+    Close();
+    Open();
+    ASSERT_NO_FATAL_FAILURE(Verify(version));
+    ASSERT_EQ(TDB_OK, tdb_wait_idle(db_));
+    CheckShape(Stats());
+
+    // Manual compaction: everything ends in the bottom level.
+    ASSERT_EQ(TDB_OK, tdb_compact(db_, cf_)) << tdb_last_error();
+    st = Stats();
+    for (int l = 1; l < kLast; l++) EXPECT_EQ(0u, st.levels[l].files) << Shape(st);
+    EXPECT_GT(st.levels[kLast].files, 0u);
+    ASSERT_NO_FATAL_FAILURE(Verify(version));
+}
+
+TEST_F(CompactionDb, FillSeqMovesInsteadOfRewriting) {
+    Open();
+    std::vector<uint64_t> version(kKeys, 0);
+    for (uint64_t i = 0; i < kKeys; i++) Put(i);
+    ASSERT_EQ(TDB_OK, tdb_wait_idle(db_)) << tdb_last_error();
+    tdb_stats_t st = Stats();
+    CheckShape(st);
+    LogCounts lc = ReadLog(dir_.path());
+    double wa = WriteAmp(st);
+    printf("fillseq %llu keys: %s write-amp=%.2f compaction bytes=%llu flush bytes=%llu compactions=%d moves=%d\n",
+           (unsigned long long)kKeys, Shape(st).c_str(), wa, (unsigned long long)st.compaction_bytes_written,
+           (unsigned long long)st.flush_bytes_written, lc.compactions, lc.moves, lc.max_running);
+    // Disjoint, non-overlapping flush outputs go down by metadata only.
+    EXPECT_GT(lc.moves, 5);
+    EXPECT_LT(st.compaction_bytes_written, st.flush_bytes_written / 4);
+    EXPECT_LT(wa, 3.0);
+    ASSERT_NO_FATAL_FAILURE(Verify(version));
+    // The moved files survive a reopen (they were never deleted).
+    Close();
+    Open();
+    ASSERT_NO_FATAL_FAILURE(Verify(version));
+}
+
+TEST_F(CompactionDb, ConcurrentCompactionsWithWritersAndDrop) {
+    cfg_.compaction_threads = 4;
+    cfg_.default_cf.write_buffer_size = 64 << 10;
+    cfg_.default_cf.level_size_ratio = 4;  // more levels, more deep work in parallel
+    Open();
+    tdb_cf_config_t cc = cfg_.default_cf;
+    tdb_cf_t *other = nullptr;
+    ASSERT_EQ(TDB_OK, tdb_create_cf(db_, "other", &cc, &other)) << tdb_last_error();
+    const uint64_t n = 60000;
+    std::vector<uint64_t> version(n, 0);
+    std::mt19937_64 rng(7);
+    for (uint64_t j = 0; j < 3 * n; j++) {
+        uint64_t i = j < n ? j * 7919 % n : rng() % n;
+        if (j >= n) version[i]++;
+        Put(i, version[i]);
+        if (j % 3 == 0) {
+            std::string k = Key(j);
+            ASSERT_EQ(TDB_OK, tdb_put(db_, other, k.data(), k.size(), "x", 1, 0));
+        }
+        if (j == 2 * n) {  // a manual compaction while background ones run
+            ASSERT_EQ(TDB_OK, tdb_compact(db_, cf_)) << tdb_last_error();
+        }
+    }
+    // Dropping a family waits out its compactions.
+    ASSERT_EQ(TDB_OK, tdb_drop_cf(db_, "other")) << tdb_last_error();
+    ASSERT_EQ(TDB_OK, tdb_wait_idle(db_)) << tdb_last_error();
+    LogCounts lc = ReadLog(dir_.path());
+    printf("concurrent: compactions=%d moves=%d max-concurrent=%d\n", lc.compactions, lc.moves, lc.max_running);
+    EXPECT_GE(lc.max_running, 1);
+    CheckShape(Stats());
+    ASSERT_NO_FATAL_FAILURE(Verify(version));
+    Close();
+    Open();
+    ASSERT_NO_FATAL_FAILURE(Verify(version));
+}
+
+}  // namespace

@@ -1,0 +1,1006 @@
+// Fault injection: the fault env itself (env/env_fault.h), then the database
+// over it:
+//  - simulated power loss at many points of a multi-threaded workload that
+//    writes batches across column families, creates and drops families and
+//    flushes: reopen always succeeds; FULL sync keeps every acknowledged
+//    write; NONE/INTERVAL recover a prefix (checked per writer, across
+//    families, and as a consistent cut across writers, see VerifyHistory);
+//  - a failed fsync of the WAL or of the manifest puts the database into a
+//    sticky read-only state: writes get TDB_ERR_READ_ONLY, reads still work,
+//    and nothing is retried;
+//  - ENOSPC: writes are refused with TDB_ERR_NO_SPACE, nothing acknowledged
+//    is lost; (disabled until the db layer supports it) writing resumes
+//    when space returns;
+//  - read errors are reported and are not sticky; random faults of every
+//    kind never cost an acknowledged write.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "testutil.h"
+
+extern "C" {
+#include "db/db.h"
+#include "env/env_fault.h"
+}
+
+using tdbtest::TempDir;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Slurp(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+bool Exists(const std::string &p) { return fs::exists(p); }
+
+// A fault env over the POSIX env, destroyed with the test.
+struct FaultEnv {
+    explicit FaultEnv(uint64_t seed = 1) { EXPECT_EQ(fault_env_create(env_posix(), seed, &fe), TDB_OK); }
+    ~FaultEnv() { fault_env_destroy(fe); }
+    env_t *env() const { return fault_env_env(fe); }
+    fault_stats_t Stats() const {
+        fault_stats_t s;
+        fault_env_stats(fe, &s);
+        return s;
+    }
+    void Rule(fault_op_t op, int code, const char *path, uint64_t nth, uint64_t count = 1, double p = 0,
+              int partial = 0) {
+        fault_rule_t r;
+        memset(&r, 0, sizeof r);
+        r.op = op;
+        r.code = code;
+        r.path_contains = path;
+        r.nth = nth;
+        r.count = count;
+        r.probability = p;
+        r.partial = partial;
+        ASSERT_EQ(fault_env_add_rule(fe, &r), TDB_OK);
+    }
+    fault_env_t *fe = nullptr;
+};
+
+// Write a whole file through an env: create, append, optionally sync.
+void WriteFile(env_t *e, const std::string &path, const std::string &data, bool sync) {
+    env_file_t *f = nullptr;
+    ASSERT_EQ(e->open_writable(e, path.c_str(), &f), TDB_OK) << tdb_last_error();
+    ASSERT_EQ(env_append(f, data.data(), data.size()), TDB_OK);
+    if (sync) {
+        ASSERT_EQ(env_sync(f), TDB_OK);
+    }
+    ASSERT_EQ(env_close(f), TDB_OK);
+}
+
+// ---------------------------------------------------------------------------
+// The fault env on its own.
+// ---------------------------------------------------------------------------
+
+TEST(FaultEnv, PowerLossKeepsOnlySyncedBytes) {
+    TempDir d;
+    FaultEnv fe;
+    env_t *e = fe.env();
+    ASSERT_EQ(e->sync_dir(e, d.path().c_str()), TDB_OK);
+    env_file_t *f = nullptr;
+    std::string p = d.file("a");
+    ASSERT_EQ(e->open_writable(e, p.c_str(), &f), TDB_OK);
+    ASSERT_EQ(e->sync_dir(e, d.path().c_str()), TDB_OK);  // entry durable
+    ASSERT_EQ(env_append(f, "hello ", 6), TDB_OK);
+    ASSERT_EQ(env_sync(f), TDB_OK);
+    ASSERT_EQ(env_append(f, "world", 5), TDB_OK);
+    EXPECT_EQ(Slurp(p), "hello world");  // visible before the crash
+    ASSERT_EQ(fault_env_power_loss(fe.fe), TDB_OK);
+    EXPECT_TRUE(fault_env_is_down(fe.fe));
+    EXPECT_EQ(env_append(f, "x", 1), TDB_ERR_IO);  // a dead process writes nothing
+    EXPECT_EQ(env_close(f), TDB_OK);
+    EXPECT_EQ(Slurp(p), "hello ");
+    fault_stats_t s = fe.Stats();
+    EXPECT_EQ(s.power_losses, 1u);
+    EXPECT_EQ(s.bytes_dropped, 5u);
+    fault_env_revive(fe.fe);
+    EXPECT_FALSE(fault_env_is_down(fe.fe));
+    EXPECT_TRUE(e->exists(e, p.c_str()));
+}
+
+TEST(FaultEnv, UnsyncedDirectoryEntriesAreUndone) {
+    TempDir d;
+    FaultEnv fe;
+    env_t *e = fe.env();
+    const char *dir = d.path().c_str();
+    WriteFile(e, d.file("old"), "durable", true);
+    WriteFile(e, d.file("gone"), "to be removed", true);
+    WriteFile(e, d.file("M"), "manifest v1", true);
+    ASSERT_EQ(e->sync_dir(e, dir), TDB_OK);
+    // Unsynced: a new file (even with synced data), a remove, a rename over
+    // an existing file, a new directory.
+    WriteFile(e, d.file("new"), "synced data, unsynced entry", true);
+    ASSERT_EQ(e->remove(e, d.file("gone").c_str()), TDB_OK);
+    EXPECT_FALSE(Exists(d.file("gone")));
+    WriteFile(e, d.file("M.tmp"), "manifest v2", true);
+    ASSERT_EQ(e->rename(e, d.file("M.tmp").c_str(), d.file("M").c_str()), TDB_OK);
+    EXPECT_EQ(Slurp(d.file("M")), "manifest v2");
+    ASSERT_EQ(e->mkdir(e, d.file("sub").c_str()), TDB_OK);
+    WriteFile(e, d.file("sub/x"), "x", true);
+    // Trash files never show in listings.
+    char **names;
+    size_t n;
+    ASSERT_EQ(e->list_dir(e, dir, &names, &n), TDB_OK);
+    std::set<std::string> seen(names, names + n);
+    env_free_list(names, n);
+    EXPECT_EQ(seen, (std::set<std::string>{"old", "new", "M", "sub"}));
+
+    ASSERT_EQ(fault_env_power_loss(fe.fe), TDB_OK);
+    fault_env_revive(fe.fe);
+    EXPECT_EQ(Slurp(d.file("old")), "durable");
+    EXPECT_FALSE(Exists(d.file("new")));
+    EXPECT_EQ(Slurp(d.file("gone")), "to be removed");
+    EXPECT_EQ(Slurp(d.file("M")), "manifest v1");
+    EXPECT_FALSE(Exists(d.file("M.tmp")));
+    EXPECT_FALSE(Exists(d.file("sub")));
+    std::set<std::string> left;
+    for (auto &de : fs::directory_iterator(d.path())) left.insert(de.path().filename().string());
+    EXPECT_EQ(left, (std::set<std::string>{"old", "gone", "M"}));
+    EXPECT_GE(fe.Stats().entries_reverted, 4u);
+}
+
+TEST(FaultEnv, SyncDirMakesEntriesDurableAndDropsTrash) {
+    TempDir d;
+    FaultEnv fe;
+    env_t *e = fe.env();
+    WriteFile(e, d.file("M"), "v1", true);
+    ASSERT_EQ(e->sync_dir(e, d.path().c_str()), TDB_OK);
+    WriteFile(e, d.file("M.tmp"), "v2", true);
+    ASSERT_EQ(e->rename(e, d.file("M.tmp").c_str(), d.file("M").c_str()), TDB_OK);
+    WriteFile(e, d.file("b"), "b", true);
+    ASSERT_EQ(e->remove(e, d.file("b").c_str()), TDB_OK);  // created and removed: gone either way
+    ASSERT_EQ(e->sync_dir(e, d.path().c_str()), TDB_OK);
+    size_t files = 0;
+    for (auto &de : fs::directory_iterator(d.path())) files++, (void)de;
+    EXPECT_EQ(files, 1u);  // no trash left behind
+    ASSERT_EQ(fault_env_power_loss(fe.fe), TDB_OK);
+    fault_env_revive(fe.fe);
+    EXPECT_EQ(Slurp(d.file("M")), "v2");
+    EXPECT_FALSE(Exists(d.file("b")));
+}
+
+TEST(FaultEnv, FailedSyncNeverBecomesDurable) {
+    TempDir d;
+    FaultEnv fe;
+    env_t *e = fe.env();
+    fe.Rule(FAULT_SYNC, TDB_ERR_IO, "f", 2);  // the second sync fails
+    env_file_t *f;
+    ASSERT_EQ(e->open_writable(e, d.file("f").c_str(), &f), TDB_OK);
+    ASSERT_EQ(e->sync_dir(e, d.path().c_str()), TDB_OK);
+    ASSERT_EQ(env_append(f, "aaa", 3), TDB_OK);
+    ASSERT_EQ(env_sync(f), TDB_OK);
+    ASSERT_EQ(env_append(f, "bbb", 3), TDB_OK);
+    EXPECT_EQ(env_sync(f), TDB_ERR_IO);
+    ASSERT_EQ(env_append(f, "ccc", 3), TDB_OK);
+    EXPECT_EQ(env_sync(f), TDB_OK);  // "succeeds", like Linux after a lost writeback
+    env_close(f);
+    ASSERT_EQ(fault_env_power_loss(fe.fe), TDB_OK);
+    EXPECT_EQ(Slurp(d.file("f")), "aaa");
+    EXPECT_EQ(fe.Stats().injected[FAULT_SYNC], 1u);
+}
+
+TEST(FaultEnv, RulesByCallNumberCountAndPath) {
+    TempDir d;
+    FaultEnv fe;
+    env_t *e = fe.env();
+    fe.Rule(FAULT_APPEND, TDB_ERR_NO_SPACE, ".log", 3, 2);  // 3rd and 4th append to *.log
+    env_file_t *lg, *other;
+    ASSERT_EQ(e->open_writable(e, d.file("1.log").c_str(), &lg), TDB_OK);
+    ASSERT_EQ(e->open_writable(e, d.file("1.sst").c_str(), &other), TDB_OK);
+    std::vector<int> got;
+    for (int i = 0; i < 6; i++) {
+        got.push_back(env_append(lg, "r", 1));
+        EXPECT_EQ(env_append(other, "s", 1), TDB_OK);
+    }
+    EXPECT_EQ(got, (std::vector<int>{0, 0, TDB_ERR_NO_SPACE, TDB_ERR_NO_SPACE, 0, 0}));
+    EXPECT_NE(std::string(tdb_last_error()).find("injected"), std::string::npos);
+    env_close(lg);
+    env_close(other);
+    EXPECT_EQ(Slurp(d.file("1.log")), "rrrr");  // failed appends wrote nothing
+    fault_stats_t s = fe.Stats();
+    EXPECT_EQ(s.calls[FAULT_APPEND], 12u);
+    EXPECT_EQ(s.injected[FAULT_APPEND], 2u);
+    EXPECT_EQ(s.injected_total, 2u);
+}
+
+TEST(FaultEnv, ProbabilityIsSeededAndPartialAppendsWriteAPrefix) {
+    auto run = [](uint64_t seed) {
+        TempDir d;
+        FaultEnv fe(seed);
+        env_t *e = fe.env();
+        fe.Rule(FAULT_APPEND, TDB_ERR_IO, nullptr, 0, 0, 0.3, 1);
+        env_file_t *f;
+        EXPECT_EQ(e->open_writable(e, d.file("f").c_str(), &f), TDB_OK);
+        std::string pattern;
+        size_t expect_len = 0;
+        for (int i = 0; i < 200; i++) {
+            int rc = env_append(f, "0123456789", 10);
+            pattern += rc == TDB_OK ? 'o' : 'x';
+            uint64_t sz;
+            env_fsize(f, &sz);
+            if (rc == TDB_OK) expect_len += 10;
+            else EXPECT_LT(sz - expect_len, 10u);  // a strict prefix was written
+            expect_len = sz;
+        }
+        env_close(f);
+        return pattern;
+    };
+    std::string a = run(7), b = run(7), c = run(8);
+    EXPECT_EQ(a, b);
+    EXPECT_NE(a, c);
+    size_t fails = std::count(a.begin(), a.end(), 'x');
+    EXPECT_GT(fails, 30u);
+    EXPECT_LT(fails, 100u);
+}
+
+TEST(FaultEnv, SpaceBudgetFailsAppendsUntilSpaceReturns) {
+    TempDir d;
+    FaultEnv fe;
+    env_t *e = fe.env();
+    fault_env_set_space(fe.fe, 25);
+    env_file_t *f;
+    ASSERT_EQ(e->open_writable(e, d.file("f").c_str(), &f), TDB_OK);
+    EXPECT_EQ(env_append(f, "0123456789", 10), TDB_OK);
+    EXPECT_EQ(env_append(f, "0123456789", 10), TDB_OK);
+    EXPECT_EQ(env_append(f, "0123456789", 10), TDB_ERR_NO_SPACE);  // 5 bytes fit
+    EXPECT_EQ(env_append(f, "x", 1), TDB_ERR_NO_SPACE);
+    fault_env_set_space(fe.fe, UINT64_MAX);
+    EXPECT_EQ(env_append(f, "y", 1), TDB_OK);
+    env_close(f);
+    EXPECT_EQ(Slurp(d.file("f")), "01234567890123456789" "01234" "y");
+    EXPECT_EQ(fe.Stats().injected[FAULT_APPEND], 2u);
+}
+
+TEST(FaultEnv, CrashAfterNthMutationAndTornLoss) {
+    TempDir d;
+    FaultEnv fe(3);
+    env_t *e = fe.env();
+    fault_env_set_loss_mode(fe.fe, FAULT_LOSS_TORN);
+    env_file_t *f;
+    ASSERT_EQ(e->open_writable(e, d.file("f").c_str(), &f), TDB_OK);  // mutation 1
+    ASSERT_EQ(e->sync_dir(e, d.path().c_str()), TDB_OK);             // 2
+    std::string all;
+    for (int i = 0; i < 10; i++) all += tdbtest::Value(i, 100);
+    ASSERT_EQ(env_append(f, all.data(), 500), TDB_OK);  // 3
+    ASSERT_EQ(env_sync(f), TDB_OK);                      // 4
+    ASSERT_EQ(env_append(f, all.data() + 500, 500), TDB_OK);
+    fault_env_crash_after(fe.fe, 2);  // the 2nd mutation from now
+    EXPECT_EQ(env_append(f, "zz", 2), TDB_OK);
+    EXPECT_EQ(env_append(f, "zz", 2), TDB_ERR_IO);
+    EXPECT_TRUE(fault_env_is_down(fe.fe));
+    env_close(f);
+    std::string left = Slurp(d.file("f"));
+    EXPECT_GE(left.size(), 500u);
+    EXPECT_LE(left.size(), 1002u);
+    EXPECT_EQ(left, (all + "zz").substr(0, left.size()));  // a prefix, never garbage
+}
+
+// ---------------------------------------------------------------------------
+// Power loss under a database workload.
+// ---------------------------------------------------------------------------
+
+constexpr int kWriters = 3;
+
+std::string WKey(int w, uint64_t i) {
+    char b[32];
+    snprintf(b, sizeof b, "w%d-%08llu", w, (unsigned long long)i);
+    return b;
+}
+std::string WVal(int w, uint64_t i) { return tdbtest::Value(i * 8 + (uint64_t)w, 40 + (i % 7) * 150); }
+
+tdb_config_t FaultConfig(int sync) {
+    tdb_config_t c;
+    tdb_config_default(&c);
+    c.default_cf.write_buffer_size = 64 << 10;  // the minimum: flushes and compactions within a few hundred writes
+    c.default_cf.sync_mode = sync;
+    c.default_cf.sync_interval_us = 1000;
+    c.default_cf.l1_file_count_trigger = 2;
+    c.block_cache_size = 256 << 10;
+    c.log_level = TDB_LOG_NONE;
+    c.flush_threads = 1;
+    c.compaction_threads = 1;
+    return c;
+}
+
+// What the workload did, as the application saw it.
+struct History {
+    std::atomic<uint64_t> acked[kWriters];
+    std::atomic<uint64_t> issued[kWriters];
+    // deps[w][i]: acked counts of all writers when writer w issued write i.
+    std::vector<std::array<uint64_t, kWriters>> deps[kWriters];
+    std::mutex cf_mu;
+    std::set<std::string> cfs_acked_created, cfs_acked_dropped, cfs_unknown;
+    bool mirror_acked = false;
+    History() {
+        for (int w = 0; w < kWriters; w++) acked[w] = issued[w] = 0;
+    }
+};
+
+// Writers put WKey(w, i) into "default" and "mirror" in one batch, in order;
+// writer 1 also creates and drops families. The 64 KiB write buffer makes
+// the writers switch memtables, so flushes and compactions run throughout.
+// (No tdb_flush here: while a flush waits, a write failing at the power
+// loss can hang it, see DISABLED_FlushReturnsWhenAWalWriteFailsMeanwhile.)
+// Every thread stops at its first error (after a power loss everything
+// fails).
+void RunWorkload(tdb_t *db, History *h, int ops_per_writer, bool do_ddl) {
+    tdb_cf_t *def = nullptr, *mirror = nullptr;
+    if (tdb_get_cf(db, TDB_DEFAULT_CF, &def) != TDB_OK) return;
+    if (tdb_get_cf(db, "mirror", &mirror) != TDB_OK) {
+        tdb_cf_config_t mc;
+        tdb_cf_config_t dc;
+        tdb_cf_get_config(def, &dc);
+        mc = dc;
+        if (tdb_create_cf(db, "mirror", &mc, &mirror) != TDB_OK) return;
+    }
+    h->mirror_acked = true;
+    for (int w = 0; w < kWriters; w++) h->deps[w].resize((size_t)ops_per_writer);
+    std::vector<std::thread> ts;
+    for (int w = 0; w < kWriters; w++) {
+        ts.emplace_back([=] {
+            tdb_batch_t *b;
+            if (tdb_batch_create(&b) != TDB_OK) return;
+            int next_cf = 0;
+            for (int i = 0; i < ops_per_writer; i++) {
+                for (int u = 0; u < kWriters; u++) h->deps[w][(size_t)i][(size_t)u] = h->acked[u].load();
+                std::string k = WKey(w, (uint64_t)i), v = WVal(w, (uint64_t)i);
+                tdb_batch_clear(b);
+                tdb_batch_put(b, def, k.data(), k.size(), v.data(), v.size(), 0);
+                tdb_batch_put(b, mirror, k.data(), k.size(), v.data(), v.size(), 0);
+                h->issued[w].store((uint64_t)i + 1);
+                if (tdb_write(db, b) != TDB_OK) break;
+                h->acked[w].store((uint64_t)i + 1);
+                if (do_ddl && w == 1 && i % 61 == 60) {
+                    std::string name = "extra" + std::to_string(next_cf++);
+                    tdb_cf_t *x;
+                    {
+                        std::lock_guard<std::mutex> g(h->cf_mu);
+                        h->cfs_unknown.insert(name);
+                    }
+                    int rc = tdb_create_cf(db, name.c_str(), nullptr, &x);
+                    std::lock_guard<std::mutex> g(h->cf_mu);
+                    if (rc != TDB_OK) break;
+                    h->cfs_unknown.erase(name);
+                    h->cfs_acked_created.insert(name);
+                    if (next_cf >= 2) {  // drop the one before
+                        std::string old = "extra" + std::to_string(next_cf - 2);
+                        h->cfs_unknown.insert(old);
+                        if (tdb_drop_cf(db, old.c_str()) != TDB_OK) break;
+                        h->cfs_unknown.erase(old);
+                        h->cfs_acked_created.erase(old);
+                        h->cfs_acked_dropped.insert(old);
+                    }
+                }
+            }
+            tdb_batch_destroy(b);
+        });
+    }
+    for (auto &t : ts) t.join();
+}
+
+// The recovered database against the history.
+//  - per writer w: keys 0..n_w-1 present with the right value in both
+//    families, no key >= n_w in either (a prefix, no holes, atomic across
+//    families);
+//  - n_w <= issued[w]; with must_keep_acked (FULL sync) n_w >= acked[w];
+//  - consistent cut: the newest recovered write of w must bring every write
+//    that was acknowledged before it was issued: n_u >= deps[w][n_w-1][u];
+//  - every family whose creation was acknowledged exists, every dropped one
+//    is gone.
+// Returns the number of writes verified.
+uint64_t VerifyHistory(tdb_t *db, History *h, bool must_keep_acked, const std::string &where) {
+    uint64_t verified = 0;
+    tdb_cf_t *def = nullptr, *mirror = nullptr;
+    EXPECT_EQ(tdb_get_cf(db, TDB_DEFAULT_CF, &def), TDB_OK) << where;
+    int mrc = tdb_get_cf(db, "mirror", &mirror);
+    if (h->mirror_acked) {
+        EXPECT_EQ(mrc, TDB_OK) << where << ": lost column family 'mirror'";
+    }
+    uint64_t n[kWriters];
+    for (int w = 0; w < kWriters; w++) {
+        uint64_t i = 0;
+        for (;; i++) {
+            std::string k = WKey(w, i);
+            void *v = nullptr;
+            size_t vl = 0;
+            int rc = tdb_get(db, def, nullptr, k.data(), k.size(), &v, &vl);
+            if (rc == TDB_ERR_NOT_FOUND) break;
+            EXPECT_EQ(rc, TDB_OK) << where << ": " << k << ": " << tdb_last_error();
+            if (rc != TDB_OK) break;
+            EXPECT_EQ(std::string((char *)v, vl), WVal(w, i)) << where << ": " << k;
+            tdb_free(v);
+            if (mirror) {
+                rc = tdb_get(db, mirror, nullptr, k.data(), k.size(), &v, &vl);
+                EXPECT_EQ(rc, TDB_OK) << where << ": " << k << " in default but not in mirror";
+                if (rc == TDB_OK) {
+                    EXPECT_EQ(std::string((char *)v, vl), WVal(w, i)) << where << ": mirror " << k;
+                    tdb_free(v);
+                }
+            }
+        }
+        n[w] = i;
+        verified += i;
+        // No holes: nothing of writer w at or after n_w, in either family.
+        for (tdb_cf_t *cf : {def, mirror}) {
+            if (!cf) continue;
+            tdb_iter_t *it;
+            EXPECT_EQ(tdb_iter_create(db, cf, nullptr, &it), TDB_OK);
+            std::string from = WKey(w, i);
+            tdb_iter_seek(it, from.data(), from.size());
+            if (tdb_iter_valid(it)) {
+                size_t kl;
+                std::string k((const char *)tdb_iter_key(it, &kl), 0);
+                k.assign((const char *)tdb_iter_key(it, &kl), kl);
+                EXPECT_NE(k.compare(0, 3, WKey(w, 0).substr(0, 3)), 0)
+                    << where << ": hole: " << k << " recovered but " << from << " is missing";
+            }
+            EXPECT_EQ(tdb_iter_status(it), TDB_OK) << where;
+            tdb_iter_destroy(it);
+        }
+        EXPECT_LE(n[w], h->issued[w].load()) << where << ": writer " << w << " has writes it never issued";
+        if (must_keep_acked) {
+            EXPECT_GE(n[w], h->acked[w].load()) << where << ": writer " << w << " lost acknowledged writes";
+        }
+    }
+    for (int w = 0; w < kWriters; w++) {
+        if (n[w] == 0 || n[w] > h->deps[w].size()) continue;
+        const auto &d = h->deps[w][n[w] - 1];
+        for (int u = 0; u < kWriters; u++)
+            EXPECT_GE(n[u], d[(size_t)u]) << where << ": not a prefix: writer " << w << " write " << n[w] - 1
+                                          << " survived but writer " << u << " lost write " << n[u]
+                                          << ", acknowledged before it was issued";
+    }
+    for (const auto &name : h->cfs_acked_created) {
+        tdb_cf_t *x;
+        EXPECT_EQ(tdb_get_cf(db, name.c_str(), &x), TDB_OK) << where << ": lost column family " << name;
+    }
+    for (const auto &name : h->cfs_acked_dropped) {
+        tdb_cf_t *x;
+        EXPECT_EQ(tdb_get_cf(db, name.c_str(), &x), TDB_ERR_NOT_FOUND) << where << ": dropped family " << name << " is back";
+    }
+    return verified;
+}
+
+struct LoopResult {
+    uint64_t crashes = 0, verified = 0, mutations = 0, dropped = 0;
+};
+
+// Create an empty database (a crash during creation is a known issue, see
+// DISABLED_CrashWhileCreatingADatabaseLeavesItOpenable).
+void CreateDb(const std::string &path, const tdb_config_t &c) {
+    tdb_t *db;
+    ASSERT_EQ(tdb_open(path.c_str(), &c, &db), TDB_OK) << tdb_last_error();
+    ASSERT_EQ(tdb_close(db), TDB_OK);
+}
+
+// Count the mutating env calls of one full workload run.
+uint64_t CalibrateMutations(int sync, int ops) {
+    TempDir dir;
+    FaultEnv fe;
+    tdb_config_t c = FaultConfig(sync);
+    CreateDb(dir.path(), c);
+    tdb_t *db;
+    EXPECT_EQ(tdb_open_env(dir.path().c_str(), &c, fe.env(), &db), TDB_OK) << tdb_last_error();
+    History h;
+    RunWorkload(db, &h, ops, true);
+    EXPECT_EQ(tdb_close(db), TDB_OK);
+    for (int w = 0; w < kWriters; w++) EXPECT_EQ(h.acked[w].load(), (uint64_t)ops);
+    return fe.Stats().mutations;
+}
+
+// Power loss at `points` spread over the calibrated run: each point is a
+// fresh database whose env loses power at that mutating call (during open,
+// a write, a flush, a compaction, a manifest write, ...).
+LoopResult PowerLossLoop(int sync, fault_loss_mode_t mode, int points, int ops, uint64_t seed) {
+    LoopResult r;
+    uint64_t total = CalibrateMutations(sync, ops);
+    EXPECT_GT(total, 100u);
+    std::mt19937_64 rng(seed);
+    for (int p = 0; p < points && !::testing::Test::HasFailure(); p++) {
+        uint64_t at = 1 + (total * (uint64_t)p) / (uint64_t)points + rng() % (total / (uint64_t)points + 1);
+        std::string where = "crash point " + std::to_string(at) + "/" + std::to_string(total);
+        TempDir dir;
+        FaultEnv fe(seed + (uint64_t)p);
+        CreateDb(dir.path(), FaultConfig(sync));
+        fault_env_set_loss_mode(fe.fe, mode);
+        fault_env_crash_after(fe.fe, at);
+        tdb_config_t c = FaultConfig(sync);
+        History h;
+        tdb_t *db = nullptr;
+        if (tdb_open_env(dir.path().c_str(), &c, fe.env(), &db) == TDB_OK) {
+            RunWorkload(db, &h, ops, true);
+            if (!fault_env_is_down(fe.fe)) fault_env_power_loss(fe.fe);
+            tdb_close(db);  // fails: the "process" is dead
+        } else {
+            EXPECT_TRUE(fault_env_is_down(fe.fe)) << where << ": open failed without a fault: " << tdb_last_error();
+        }
+        fault_stats_t s = fe.Stats();
+        r.dropped += s.bytes_dropped;
+        fault_env_revive(fe.fe);
+        db = nullptr;
+        int rc = tdb_open_env(dir.path().c_str(), &c, fe.env(), &db);
+        EXPECT_EQ(rc, TDB_OK) << where << ": reopen after power loss failed: " << tdb_last_error();
+        if (rc != TDB_OK) break;
+        r.verified += VerifyHistory(db, &h, sync == TDB_SYNC_FULL, where);
+        EXPECT_EQ(tdb_close(db), TDB_OK) << where;
+        r.crashes++;
+        r.mutations = total;
+    }
+    return r;
+}
+
+void Report(const char *name, const LoopResult &r) {
+    printf("[ %s ] power losses %llu, writes verified %llu, unsynced bytes dropped %llu (run of %llu mutating calls)\n",
+           name, (unsigned long long)r.crashes, (unsigned long long)r.verified, (unsigned long long)r.dropped,
+           (unsigned long long)r.mutations);
+}
+
+TEST(FaultPowerLoss, FullSyncKeepsEveryAcknowledgedWrite) {
+    LoopResult r = PowerLossLoop(TDB_SYNC_FULL, FAULT_LOSS_ALL, 40, 250, 11);
+    Report("FULL", r);
+    EXPECT_EQ(r.crashes, 40u);
+}
+
+TEST(FaultPowerLoss, FullSyncTornWritesKeepEveryAcknowledgedWrite) {
+    LoopResult r = PowerLossLoop(TDB_SYNC_FULL, FAULT_LOSS_TORN, 30, 250, 12);
+    Report("FULL torn", r);
+    EXPECT_EQ(r.crashes, 30u);
+}
+
+TEST(FaultPowerLoss, NoneSyncRecoversAPrefix) {
+    LoopResult r = PowerLossLoop(TDB_SYNC_NONE, FAULT_LOSS_ALL, 40, 400, 13);
+    Report("NONE", r);
+    EXPECT_EQ(r.crashes, 40u);
+}
+
+TEST(FaultPowerLoss, NoneSyncTornWritesRecoverAPrefix) {
+    LoopResult r = PowerLossLoop(TDB_SYNC_NONE, FAULT_LOSS_TORN, 30, 400, 14);
+    Report("NONE torn", r);
+    EXPECT_EQ(r.crashes, 30u);
+}
+
+TEST(FaultPowerLoss, IntervalSyncRecoversAPrefix) {
+    LoopResult r = PowerLossLoop(TDB_SYNC_INTERVAL, FAULT_LOSS_TORN, 30, 400, 15);
+    Report("INTERVAL torn", r);
+    EXPECT_EQ(r.crashes, 30u);
+}
+
+// Power loss right after a workload whose database directory was created
+// by tdb_open itself: its entry in the parent directory must be durable
+// before anything is acknowledged.
+// DISABLED: tdb_open_env (src/db/open.c) creates the directory with
+// env->mkdir but never syncs its parent, so a power loss can take the whole
+// database (and every FULL-sync acknowledged write) away. Needs
+// env->sync_dir(parent of path) right after a successful mkdir of a new
+// database directory (before the first WAL/manifest is written).
+TEST(FaultPowerLoss, DISABLED_NewDatabaseDirectoryIsDurable) {
+    TempDir parent;
+    std::string path = parent.file("db");
+    FaultEnv fe;
+    tdb_config_t c = FaultConfig(TDB_SYNC_FULL);
+    tdb_t *db;
+    ASSERT_EQ(tdb_open_env(path.c_str(), &c, fe.env(), &db), TDB_OK) << tdb_last_error();
+    tdb_cf_t *cf;
+    ASSERT_EQ(tdb_get_cf(db, TDB_DEFAULT_CF, &cf), TDB_OK);
+    ASSERT_EQ(tdb_put(db, cf, "k", 1, "v", 1, 0), TDB_OK);
+    fault_env_power_loss(fe.fe);
+    tdb_close(db);
+    fault_env_revive(fe.fe);
+    ASSERT_EQ(tdb_open_env(path.c_str(), &c, fe.env(), &db), TDB_OK) << tdb_last_error();
+    ASSERT_EQ(tdb_get_cf(db, TDB_DEFAULT_CF, &cf), TDB_OK);
+    void *v;
+    size_t vl;
+    EXPECT_EQ(tdb_get(db, cf, nullptr, "k", 1, &v, &vl), TDB_OK) << "acknowledged FULL-sync write lost";
+    if (v) tdb_free(v);
+    EXPECT_EQ(tdb_close(db), TDB_OK);
+}
+
+// Power loss at each of the first mutating calls of creating a database:
+// afterwards it must open (as the empty database or as a fresh one).
+// DISABLED: db_recover (src/db/open.c) creates the first WAL (db_rotate_wal,
+// which also syncs the directory) before it writes the first MANIFEST. A
+// crash (power loss, but also kill -9) in between leaves "000001.log" (empty)
+// without a MANIFEST, and every later open fails with TDB_ERR_CORRUPTION
+// "MANIFEST is missing but data files exist". Needed: when creating a new
+// database, write the MANIFEST before creating the first WAL, or treat a
+// directory that has no MANIFEST and only empty WAL files (no records) as a
+// new database (deleting those files).
+// Minimal repro: mkdir d; touch d/000001.log; tdb_open(d) -> CORRUPTION.
+TEST(FaultPowerLoss, DISABLED_CrashWhileCreatingADatabaseLeavesItOpenable) {
+    for (uint64_t at = 1; at <= 12; at++) {
+        TempDir dir;
+        FaultEnv fe;
+        fault_env_crash_after(fe.fe, at);
+        tdb_config_t c = FaultConfig(TDB_SYNC_FULL);
+        tdb_t *db = nullptr;
+        if (tdb_open_env(dir.path().c_str(), &c, fe.env(), &db) == TDB_OK) tdb_close(db);
+        fault_env_revive(fe.fe);
+        EXPECT_EQ(tdb_open_env(dir.path().c_str(), &c, fe.env(), &db), TDB_OK)
+            << "crash at mutating call " << at << " of creation: " << tdb_last_error();
+        if (db) tdb_close(db);
+        db = nullptr;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Sticky read-only state after a failed sync; ENOSPC; read errors.
+// ---------------------------------------------------------------------------
+
+class FaultDbTest : public ::testing::Test {
+  protected:
+    void SetUp() override { cfg_ = FaultConfig(TDB_SYNC_FULL); }
+    void TearDown() override {
+        if (db_) tdb_close(db_);
+    }
+    void Open() {
+        ASSERT_EQ(tdb_open_env(dir_.path().c_str(), &cfg_, fe_.env(), &db_), TDB_OK) << tdb_last_error();
+        ASSERT_EQ(tdb_get_cf(db_, TDB_DEFAULT_CF, &cf_), TDB_OK);
+    }
+    // Close (whatever it reports), clear every fault, reopen.
+    void ReopenClean() {
+        if (db_) tdb_close(db_);
+        db_ = nullptr;
+        fault_env_clear_rules(fe_.fe);
+        fault_env_set_space(fe_.fe, UINT64_MAX);
+        Open();
+    }
+    int Put(uint64_t i) {
+        std::string k = tdbtest::Key(i), v = tdbtest::Value(i, 200);
+        return tdb_put(db_, cf_, k.data(), k.size(), v.data(), v.size(), 0);
+    }
+    int Get(uint64_t i) {
+        std::string k = tdbtest::Key(i);
+        void *v = nullptr;
+        size_t vl = 0;
+        int rc = tdb_get(db_, cf_, nullptr, k.data(), k.size(), &v, &vl);
+        if (rc == TDB_OK) {
+            EXPECT_EQ(std::string((char *)v, vl), tdbtest::Value(i, 200)) << k;
+            tdb_free(v);
+        }
+        return rc;
+    }
+    // Reads keep working in the error state: point reads and a full scan.
+    void ExpectReadable(uint64_t n) {
+        for (uint64_t i = 0; i < n; i++) ASSERT_EQ(Get(i), TDB_OK) << i << ": " << tdb_last_error();
+        tdb_iter_t *it;
+        ASSERT_EQ(tdb_iter_create(db_, cf_, nullptr, &it), TDB_OK);
+        uint64_t seen = 0;
+        for (tdb_iter_seek_to_first(it); tdb_iter_valid(it); tdb_iter_next(it)) seen++;
+        EXPECT_EQ(tdb_iter_status(it), TDB_OK);
+        EXPECT_GE(seen, n);
+        tdb_iter_destroy(it);
+    }
+    // Every kind of write is refused with READ_ONLY, however often it is
+    // retried, also after the fault is gone.
+    void ExpectReadOnly(uint64_t probe) {
+        EXPECT_NE(tdb_bg_error(db_), TDB_OK);
+        for (int attempt = 0; attempt < 3; attempt++) {
+            EXPECT_EQ(Put(probe), TDB_ERR_READ_ONLY);
+            std::string k = tdbtest::Key(0);
+            EXPECT_EQ(tdb_delete(db_, cf_, k.data(), k.size()), TDB_ERR_READ_ONLY);
+            tdb_batch_t *b;
+            ASSERT_EQ(tdb_batch_create(&b), TDB_OK);
+            tdb_batch_put(b, cf_, "bk", 2, "bv", 2, 0);
+            EXPECT_EQ(tdb_write(db_, b), TDB_ERR_READ_ONLY);
+            tdb_batch_destroy(b);
+            tdb_cf_t *x;
+            EXPECT_EQ(tdb_create_cf(db_, "after_error", nullptr, &x), TDB_ERR_READ_ONLY);
+            EXPECT_NE(tdb_flush(db_, nullptr), TDB_OK);
+            fault_env_clear_rules(fe_.fe);  // the disk recovers; the db must not
+        }
+        EXPECT_EQ(Get(probe), TDB_ERR_NOT_FOUND);
+    }
+
+    TempDir dir_;
+    FaultEnv fe_{5};
+    tdb_config_t cfg_;
+    tdb_t *db_ = nullptr;
+    tdb_cf_t *cf_ = nullptr;
+};
+
+TEST_F(FaultDbTest, FailedWalSyncMakesTheDatabaseStickyReadOnly) {
+    Open();
+    for (uint64_t i = 0; i < 100; i++) ASSERT_EQ(Put(i), TDB_OK);
+    fe_.Rule(FAULT_SYNC, TDB_ERR_IO, ".log", 1);
+    EXPECT_EQ(Put(100), TDB_ERR_IO);  // this write's fate is unknown
+    ExpectReadOnly(1000);
+    ExpectReadable(100);
+    EXPECT_NE(tdb_close(db_), TDB_OK);  // close reports the background error
+    db_ = nullptr;
+    // What was synced survives a power loss; nothing after the failed sync
+    // can be trusted.
+    fault_env_power_loss(fe_.fe);
+    fault_env_revive(fe_.fe);
+    ReopenClean();
+    ExpectReadable(100);
+    EXPECT_EQ(tdb_bg_error(db_), TDB_OK);
+    EXPECT_EQ(Put(2000), TDB_OK);
+}
+
+TEST_F(FaultDbTest, FailedIntervalWalSyncMakesTheDatabaseStickyReadOnly) {
+    cfg_ = FaultConfig(TDB_SYNC_INTERVAL);
+    Open();
+    for (uint64_t i = 0; i < 50; i++) ASSERT_EQ(Put(i), TDB_OK);
+    fe_.Rule(FAULT_SYNC, TDB_ERR_IO, ".log", 1, UINT64_MAX);
+    ASSERT_EQ(Put(50), TDB_OK);  // acknowledged before the background sync
+    auto t0 = std::chrono::steady_clock::now();
+    while (tdb_bg_error(db_) == TDB_OK && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    EXPECT_EQ(fe_.Stats().injected[FAULT_SYNC], 1u);  // tried once, never retried
+    ExpectReadOnly(1000);
+    ExpectReadable(51);
+    ReopenClean();
+    ExpectReadable(51);  // a process restart keeps the page cache
+}
+
+TEST_F(FaultDbTest, FailedManifestSyncMakesTheDatabaseStickyReadOnly) {
+    Open();
+    for (uint64_t i = 0; i < 100; i++) ASSERT_EQ(Put(i), TDB_OK);
+    fe_.Rule(FAULT_SYNC, TDB_ERR_IO, "MANIFEST", 1);
+    EXPECT_NE(tdb_flush(db_, nullptr), TDB_OK);  // the flush's manifest write fails
+    ExpectReadOnly(1000);
+    ExpectReadable(100);
+    fault_env_power_loss(fe_.fe);
+    tdb_close(db_);
+    db_ = nullptr;
+    fault_env_revive(fe_.fe);
+    ReopenClean();
+    ExpectReadable(100);
+}
+
+TEST_F(FaultDbTest, FailedManifestRenameOnCreateFamilyMakesTheDatabaseStickyReadOnly) {
+    Open();
+    for (uint64_t i = 0; i < 20; i++) ASSERT_EQ(Put(i), TDB_OK);
+    fe_.Rule(FAULT_RENAME, TDB_ERR_IO, "MANIFEST", 1);
+    tdb_cf_t *x;
+    EXPECT_EQ(tdb_create_cf(db_, "newcf", nullptr, &x), TDB_ERR_IO);
+    ExpectReadOnly(1000);
+    ExpectReadable(20);
+    ReopenClean();
+    ExpectReadable(20);
+    EXPECT_EQ(tdb_get_cf(db_, "newcf", &x), TDB_ERR_NOT_FOUND);  // its creation failed
+}
+
+TEST_F(FaultDbTest, FailedWalSyncAtRotationMakesTheDatabaseStickyReadOnly) {
+    cfg_ = FaultConfig(TDB_SYNC_NONE);  // the only WAL syncs are at rotation
+    Open();
+    for (uint64_t i = 0; i < 100; i++) ASSERT_EQ(Put(i), TDB_OK);
+    fe_.Rule(FAULT_SYNC, TDB_ERR_IO, ".log", 1);
+    EXPECT_NE(tdb_flush(db_, nullptr), TDB_OK);  // rotation syncs the old WAL
+    ExpectReadOnly(1000);
+    ExpectReadable(100);
+    ReopenClean();
+    ExpectReadable(100);
+}
+
+TEST_F(FaultDbTest, FailedFlushWriteMakesTheDatabaseStickyReadOnly) {
+    Open();
+    for (uint64_t i = 0; i < 100; i++) ASSERT_EQ(Put(i), TDB_OK);
+    fe_.Rule(FAULT_APPEND, TDB_ERR_IO, ".sst", 1, 1, 0, 1);
+    EXPECT_NE(tdb_flush(db_, nullptr), TDB_OK);
+    ExpectReadOnly(1000);
+    ExpectReadable(100);  // the memtable is still served
+    ReopenClean();
+    ExpectReadable(100);
+}
+
+TEST_F(FaultDbTest, ReadErrorsAreReportedAndNotSticky) {
+    cfg_.block_cache_size = 0;  // every read goes to the file
+    Open();
+    for (uint64_t i = 0; i < 200; i++) ASSERT_EQ(Put(i), TDB_OK);
+    ASSERT_EQ(tdb_flush(db_, nullptr), TDB_OK);
+    ReopenClean();  // table readers not yet open
+    fe_.Rule(FAULT_READ, TDB_ERR_IO, ".sst", 1, 3);
+    int errors = 0;
+    for (uint64_t i = 0; i < 200; i++) {
+        int rc = Get(i);
+        if (rc != TDB_OK) {
+            EXPECT_EQ(rc, TDB_ERR_IO) << tdb_last_error();
+            errors++;
+        }
+    }
+    EXPECT_GE(errors, 1);
+    EXPECT_EQ(fe_.Stats().injected[FAULT_READ], 3u);
+    EXPECT_EQ(tdb_bg_error(db_), TDB_OK);
+    ExpectReadable(200);
+    EXPECT_EQ(Put(500), TDB_OK);
+}
+
+TEST_F(FaultDbTest, NoSpaceRefusesWritesAndLosesNothingAcknowledged) {
+    cfg_.default_cf.write_buffer_size = 4 << 20;  // the WAL, not a flush, meets the full disk
+    Open();
+    fault_env_set_space(fe_.fe, 64 << 10);
+    uint64_t acked = 0;
+    int first_error = TDB_OK;
+    for (uint64_t i = 0; i < 5000; i++) {
+        int rc = Put(i);
+        if (rc != TDB_OK) {
+            first_error = rc;
+            break;
+        }
+        acked = i + 1;
+    }
+    EXPECT_EQ(first_error, TDB_ERR_NO_SPACE) << tdb_last_error();
+    EXPECT_GT(acked, 0u);
+    EXPECT_NE(Put(100000), TDB_OK);  // still refused
+    ExpectReadable(acked);
+    // Restart with space back: open works, every acknowledged write is there.
+    ReopenClean();
+    ExpectReadable(acked);
+    EXPECT_EQ(Put(100000), TDB_OK);
+}
+
+// DISABLED: ENOSPC is currently a sticky error. In src/db/write.c
+// commit_group, a TDB_ERR_NO_SPACE from wal_writer_add/wal_writer_sync is
+// stored in db->bg_error like an I/O error, so every later write gets
+// TDB_ERR_READ_ONLY until reopen. Needed: for NO_SPACE, do not set bg_error;
+// return NO_SPACE to the group, and because the failed append may have left
+// a partial record (the wal writer is failed, wal.h), abandon that WAL
+// before the next write: truncate it to wal_writer_size() (its last complete
+// record), sync it, and rotate to a new WAL (db_rotate_wal) — only when that
+// succeeds accept writes again; while the disk stays full, writes keep
+// returning TDB_ERR_NO_SPACE (not READ_ONLY) and tdb_bg_error() stays TDB_OK.
+TEST_F(FaultDbTest, DISABLED_NoSpaceOnWalIsRecoverableWhenSpaceReturns) {
+    Open();
+    for (uint64_t i = 0; i < 50; i++) ASSERT_EQ(Put(i), TDB_OK);
+    fault_env_set_space(fe_.fe, 100);  // the next append tears a record
+    EXPECT_EQ(Put(50), TDB_ERR_NO_SPACE);
+    EXPECT_EQ(Put(51), TDB_ERR_NO_SPACE);  // not READ_ONLY: it is not sticky
+    EXPECT_EQ(tdb_bg_error(db_), TDB_OK);
+    ExpectReadable(50);
+    fault_env_set_space(fe_.fe, UINT64_MAX);
+    for (uint64_t i = 50; i < 150; i++) ASSERT_EQ(Put(i), TDB_OK) << tdb_last_error();
+    ASSERT_EQ(tdb_flush(db_, nullptr), TDB_OK);
+    for (uint64_t i = 150; i < 200; i++) ASSERT_EQ(Put(i), TDB_OK);
+    ASSERT_EQ(tdb_close(db_), TDB_OK);
+    db_ = nullptr;
+    ReopenClean();  // no WAL with a torn record in its middle
+    ExpectReadable(200);
+}
+
+// DISABLED: a flush or compaction that hits ENOSPC sets the sticky
+// bg_error (src/db/bg.c flush_oldest/run_compaction -> set_bg_error). Needed:
+// for TDB_ERR_NO_SPACE, discard the outputs, keep the immutable memtable
+// queued, refuse writes with TDB_ERR_NO_SPACE while the flush cannot run
+// (make_room in src/db/write.c), and retry the flush when space may have
+// returned (e.g. on the next write or tdb_flush call).
+TEST_F(FaultDbTest, DISABLED_NoSpaceOnFlushIsRecoverableWhenSpaceReturns) {
+    Open();
+    for (uint64_t i = 0; i < 100; i++) ASSERT_EQ(Put(i), TDB_OK);
+    fe_.Rule(FAULT_APPEND, TDB_ERR_NO_SPACE, ".sst", 1, 1);
+    EXPECT_EQ(tdb_flush(db_, nullptr), TDB_ERR_NO_SPACE);
+    EXPECT_EQ(tdb_bg_error(db_), TDB_OK);
+    ExpectReadable(100);
+    fault_env_clear_rules(fe_.fe);
+    ASSERT_EQ(tdb_flush(db_, nullptr), TDB_OK) << tdb_last_error();
+    ASSERT_EQ(Put(100), TDB_OK);
+    ReopenClean();
+    ExpectReadable(101);
+}
+
+// A write whose WAL append fails sets the sticky error while tdb_flush waits
+// for a flush it has just queued: tdb_flush must return (READ_ONLY), not
+// wait forever. Found by tdb_stress --write_fault_prob (a hang; gdb: tdb_flush
+// in pthread_cond_wait(done_cv) at src/db/bg.c with bg_error = TDB_ERR_IO,
+// the family's imm queued, flushing = false, no flush running).
+// DISABLED: bg_error is set without waking done_cv waiters in src/db/write.c
+// (commit_group after a failed WAL append/sync, db_rotate_wal, db_sync_thread)
+// and src/db/cf.c (db_write_manifest_locked from tdb_create_cf/tdb_drop_cf).
+// If that happens after tdb_flush queued a memtable and broadcast bg_cv but
+// before a flush worker took the job, the worker sees bg_error and never
+// starts it, and nothing ever broadcasts done_cv again: tdb_flush (and so
+// tdb_compact, and tdb_wait_idle likewise) hangs until close. Needed: one
+// db_set_bg_error(db, rc) helper (mu held) that records the first error and
+// broadcasts done_cv and bg_cv, used by every site that sets bg_error.
+// The race window is small; the test widens it with threads contending for
+// the db mutex and runs in a child process with a watchdog.
+TEST(FaultRace, DISABLED_FlushReturnsWhenAWalWriteFailsMeanwhile) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        for (int iter = 0; iter < 300; iter++) {
+            TempDir dir;
+            FaultEnv fe(1000 + (uint64_t)iter);
+            tdb_config_t c = FaultConfig(TDB_SYNC_NONE);
+            c.flush_threads = 1;
+            tdb_t *db;
+            if (tdb_open_env(dir.path().c_str(), &c, fe.env(), &db) != TDB_OK) _exit(3);
+            tdb_cf_t *cf;
+            tdb_get_cf(db, TDB_DEFAULT_CF, &cf);
+            fe.Rule(FAULT_APPEND, TDB_ERR_IO, ".log", 5 + (uint64_t)(iter % 40));
+            std::atomic<bool> done{false};
+            std::atomic<int> finished{0};
+            std::vector<std::thread> ts;
+            ts.emplace_back([&] {  // writer until its WAL append fails
+                for (uint64_t i = 0;; i++) {
+                    std::string k = tdbtest::Key(i);
+                    if (tdb_put(db, cf, k.data(), k.size(), "v", 1, 0) != TDB_OK) break;
+                }
+                finished++;
+            });
+            ts.emplace_back([&] {  // flusher until the error
+                for (;;) {
+                    if (tdb_flush(db, nullptr) != TDB_OK) break;
+                }
+                finished++;
+            });
+            for (int k = 0; k < 3; k++)
+                ts.emplace_back([&] {  // mutex contention: widens the race
+                    tdb_stats_t st;
+                    while (!done) tdb_get_stats(db, nullptr, &st);
+                });
+            auto t0 = std::chrono::steady_clock::now();
+            while (finished < 2) {
+                if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(20)) _exit(7);  // hung
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+            done = true;
+            for (auto &t : ts) t.join();
+            tdb_close(db);
+        }
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_NE(WEXITSTATUS(status), 7) << "tdb_flush hung after a concurrent WAL write failure";
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// Random faults of every kind while writers run; then a power loss; then
+// a clean restart: open works and every acknowledged write is there.
+TEST(FaultRandom, RandomFaultsNeverLoseAcknowledgedWrites) {
+    uint64_t injected = 0, verified = 0;
+    for (int round = 0; round < 12; round++) {
+        TempDir dir;
+        FaultEnv fe(100 + (uint64_t)round);
+        const fault_op_t kinds[] = {FAULT_APPEND, FAULT_SYNC, FAULT_READ, FAULT_RENAME,
+                                    FAULT_SYNC_DIR, FAULT_CREATE, FAULT_OPEN, FAULT_REMOVE};
+        tdb_config_t c = FaultConfig(TDB_SYNC_FULL);
+        tdb_t *db = nullptr;
+        ASSERT_EQ(tdb_open_env(dir.path().c_str(), &c, fe.env(), &db), TDB_OK);
+        for (fault_op_t k : kinds)
+            fe.Rule(k, round % 3 == 0 ? TDB_ERR_NO_SPACE : TDB_ERR_IO, nullptr, 0, 0, 0.004 + 0.002 * (round % 4),
+                    round % 2);
+        History h;
+        RunWorkload(db, &h, 300, true);
+        fault_env_clear_rules(fe.fe);
+        fault_env_power_loss(fe.fe);
+        tdb_close(db);
+        injected += fe.Stats().injected_total;
+        fault_env_revive(fe.fe);
+        std::string where = "round " + std::to_string(round);
+        ASSERT_EQ(tdb_open_env(dir.path().c_str(), &c, fe.env(), &db), TDB_OK) << where << ": " << tdb_last_error();
+        verified += VerifyHistory(db, &h, true, where);
+        EXPECT_EQ(tdb_close(db), TDB_OK);
+    }
+    printf("[ random faults ] injected %llu, writes verified %llu\n", (unsigned long long)injected,
+           (unsigned long long)verified);
+    EXPECT_GT(injected, 10u);
+}
+
+}  // namespace
