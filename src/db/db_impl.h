@@ -248,6 +248,11 @@ int db_write_validated(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *c
  * tombstones covering key): 1 and its sequence, 0 if the key has no entry,
  * <0 on error. */
 int db_latest_seq(tdb_t *db, tdb_cf_t *cf, slice_t key, uint64_t *seq);
+/* 1 if key's newest committed entry (or a covering range tombstone) has a
+ * sequence above `since`, 0 if not, <0 on error. Skips the table lookup
+ * when every table is older than `since` (the common case for a fresh
+ * transaction), so commit-time conflict checks stay cheap. */
+int db_changed_since(tdb_t *db, tdb_cf_t *cf, slice_t key, uint64_t since);
 /* 1 if any entry with user key in [lo, hi] (NULL = unbounded), or any range
  * tombstone overlapping it, has a sequence above `since`, 0 if none, <0 on
  * error. */

@@ -221,3 +221,33 @@ done:
     tdb_iter_destroy(it);
     return rc;
 }
+
+int db_changed_since(tdb_t *db, tdb_cf_t *cf, slice_t key, uint64_t since) {
+    superversion_t *sv = cf_get_sv(cf);
+    if (!sv) return tdb_err(TDB_ERR_CLOSED, "column family '%s' was dropped", cf->name);
+    unsigned type;
+    slice_t raw;
+    uint64_t seq = 0;
+    int rc = 0;
+    (void)db;
+    /* The memtables hold the newest data: the first hit is the latest change. */
+    if (mem_lookup(sv->mem, key, SEQ_MAX, &type, &seq, &raw)) {
+        rc = seq > since;
+        goto done;
+    }
+    for (int i = 0; i < sv->nimm; i++) {
+        if (mem_lookup(sv->imm[i], key, SEQ_MAX, &type, &seq, &raw)) {
+            rc = seq > since;
+            goto done;
+        }
+    }
+    /* No table holds anything newer than `since`: nothing to look up. */
+    if (sv->max_file_seq <= since) goto done;
+    buf_t b = {0};
+    rc = version_get(sv->version, cf->db->table_cache, key, SEQ_MAX, &type, &seq, &b);
+    buf_free(&b);
+    if (rc == 1) rc = seq > since;
+done:
+    sv_unref(sv);
+    return rc;
+}

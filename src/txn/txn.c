@@ -218,11 +218,9 @@ static int lock_key(tdb_txn_t *t, tdb_cf_t *cf, slice_t key, int exclusive) {
     int rc = lock_acquire(t->locks, cf->id, key, exclusive, us);
     if (rc != TDB_OK) return rc;
     if (t->opts.isolation >= TDB_ISO_SNAPSHOT) {
-        uint64_t seq;
-        int r = db_latest_seq(t->db, cf, key, &seq);
+        int r = db_changed_since(t->db, cf, key, t->snap_seq);
         if (r < 0) return r;
-        if (r == 1 && seq > t->snap_seq)
-            return tdb_err(TDB_ERR_CONFLICT, "key changed after the transaction's snapshot");
+        if (r == 1) return tdb_err(TDB_ERR_CONFLICT, "key changed after the transaction's snapshot");
     }
     return TDB_OK;
 }
@@ -418,10 +416,7 @@ typedef struct validate_ctx {
 /* Has (cf, key) changed after the snapshot (or in the commit group)? */
 static int key_changed(validate_ctx_t *v, tdb_cf_t *cf, uint32_t cf_id, slice_t key) {
     if (group_keys_has(v->earlier, cf_id, key)) return 1;
-    uint64_t seq;
-    int r = db_latest_seq(v->t->db, cf, key, &seq);
-    if (r < 0) return r;
-    return r == 1 && seq > v->t->snap_seq;
+    return db_changed_since(v->t->db, cf, key, v->t->snap_seq);
 }
 
 static int check_written(void *ctx, uint32_t cf_id, slice_t key, unsigned type, slice_t value) {
