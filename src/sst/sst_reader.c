@@ -108,6 +108,9 @@ static int wrap_err(const sst_reader_t *r, int rc, const char *what, uint64_t of
     return tdb_err(rc, "%s: %s at offset %llu: %s", r->path, what, (unsigned long long)off, detail);
 }
 
+/* Approximate malloc bookkeeping per allocation, charged to the cache. */
+#define SST_ALLOC_OVERHEAD 16
+
 /* Read and verify a raw record of `size` payload bytes at off within
  * [0, end); *buf receives size + trailer bytes (malloc'd). */
 static int read_raw(sst_reader_t *r, uint64_t off, uint64_t size, uint64_t end, const char *what, char **buf,
@@ -153,7 +156,10 @@ static int read_record(sst_reader_t *r, uint64_t off, uint64_t size, uint64_t ma
             rc = wrap_err(r, rc, what, off);
             goto err;
         }
-        b->data = dec.data;
+        /* The decode buffer grew by doubling: give back the slack so the
+         * block cache's charge matches the memory actually held. */
+        char *exact = dec.size ? (char *)realloc(dec.data, dec.size) : NULL;
+        b->data = exact ? exact : dec.data;
         b->size = dec.size;
         dec.data = NULL;
     }
@@ -182,7 +188,9 @@ static int load_record(sst_reader_t *r, uint64_t off, uint64_t size, uint64_t ma
     int rc = read_record(r, off, size, max_raw, what, &ref->blk);
     if (rc != TDB_OK) return rc;
     if (use_cache && r->cache) {
-        ref->h = lru_cache_insert(r->cache, r->file_number, off, ref->blk, ref->blk->size);
+        /* Charge the allocations too, not only the decoded bytes. */
+        ref->h = lru_cache_insert(r->cache, r->file_number, off, ref->blk,
+                                  ref->blk->size + sizeof *ref->blk + 2 * SST_ALLOC_OVERHEAD);
         /* NULL: out of memory for the entry; we keep owning the block. */
     }
     return TDB_OK;
