@@ -17,6 +17,7 @@ static int visit(void *ctx, uint64_t seq, const batch_entry_t *e) {
     return TDB_OK;
 }
 
+/* One input: decode it as a batch. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     counts_t c = {0, 0};
     int rc = batch_iterate(slice_make(data, size), visit, &c);

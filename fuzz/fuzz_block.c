@@ -9,6 +9,7 @@
 
 static int bytewise(slice_t a, slice_t b) { return slice_compare(a, b); }
 
+/* One input: walk and seek it as a block. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     block_iter_t it;

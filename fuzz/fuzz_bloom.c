@@ -8,6 +8,7 @@
 #include "sst/bloom.h"
 #include "util/error.h"
 
+/* One input: query it as a filter, build one from it. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     size_t k = data[0] % 64;

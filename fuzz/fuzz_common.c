@@ -35,6 +35,7 @@ static int m_open_writable(env_t *e, const char *path, env_file_t **out) {
     return tdb_err(TDB_ERR_NOT_SUPPORTED, "memenv: cannot create %s", path);
 }
 
+/* The in-memory env is read-only. */
 static int m_append(env_file_t *f, const void *d, size_t n) {
     (void)f, (void)d, (void)n;
     return tdb_err(TDB_ERR_NOT_SUPPORTED, "memenv: read-only");
@@ -52,28 +53,33 @@ static int m_pread(env_file_t *f, uint64_t off, void *buf, size_t n, size_t *nre
     return TDB_OK;
 }
 
+/* Nothing to sync. */
 static int m_sync(env_file_t *f) {
     (void)f;
     return TDB_OK;
 }
 
+/* Size of the one file. */
 static int m_size(env_file_t *f, uint64_t *out) {
     (void)f;
     *out = g_mem.size;
     return TDB_OK;
 }
 
+/* Free the handle. */
 static int m_close(env_file_t *f) {
     free(f);
     return TDB_OK;
 }
 
+/* Size of the one file, whatever the path. */
 static int m_file_size(env_t *e, const char *path, uint64_t *out) {
     (void)e, (void)path;
     *out = g_mem.size;
     return TDB_OK;
 }
 
+/* Every path exists. */
 static int m_exists(env_t *e, const char *path) {
     (void)e, (void)path;
     return 1;
@@ -84,32 +90,39 @@ static int m_path_op(env_t *e, const char *path) {
     (void)e;
     return tdb_err(TDB_ERR_NOT_SUPPORTED, "memenv: %s", path);
 }
+/* Not supported. */
 static int m_truncate(env_t *e, const char *path, uint64_t size) {
     (void)size;
     return m_path_op(e, path);
 }
+/* Not supported. */
 static int m_rename(env_t *e, const char *from, const char *to) {
     (void)to;
     return m_path_op(e, from);
 }
+/* Not supported. */
 static int m_list_dir(env_t *e, const char *path, char ***names, size_t *count) {
     *names = NULL;
     *count = 0;
     return m_path_op(e, path);
 }
+/* Not supported. */
 static int m_lock_file(env_t *e, const char *path, env_lock_t **out) {
     *out = NULL;
     return m_path_op(e, path);
 }
+/* Nothing to unlock. */
 static int m_unlock_file(env_t *e, env_lock_t *l) {
     (void)e, (void)l;
     return TDB_OK;
 }
+/* A fixed clock. */
 static uint64_t m_now(env_t *e) {
     (void)e;
     return 0;
 }
 
+/* Point the env at data (filling the method table on first use). */
 env_t *memenv_set(const void *data, size_t size) {
     if (!g_mem.env.pread) {
         g_mem.env.open_writable = m_open_writable;
@@ -137,11 +150,13 @@ env_t *memenv_set(const void *data, size_t size) {
     return &g_mem.env;
 }
 
+/* Report a broken property and abort (libFuzzer saves the input). */
 void fuzz_fail(const char *what) {
     fprintf(stderr, "fuzz property violated: %s\n", what);
     abort();
 }
 
+/* Fold every byte (so ASan sees each access). */
 uint64_t fuzz_touch(const void *p, size_t n) {
     const unsigned char *b = (const unsigned char *)p;
     uint64_t s = 0;

@@ -10,6 +10,7 @@
 #include "sst/compress.h"
 #include "util/error.h"
 
+/* One input: decompress with a codec, round-trip the result. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
     int type = data[0] % 5;

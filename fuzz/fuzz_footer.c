@@ -10,6 +10,7 @@
 #include "sst/format.h"
 #include "util/checksum.h"
 
+/* One input: decode footer, properties and trailer. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size >= SST_FOOTER_SIZE) {
         char f[SST_FOOTER_SIZE];

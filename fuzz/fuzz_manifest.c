@@ -13,11 +13,13 @@
 #include "util/coding.h"
 #include "version/manifest.h"
 
+/* Decoded versions are dropped without deleting anything. */
 static void no_obsolete(void *ctx, uint64_t n) {
     (void)ctx;
     (void)n;
 }
 
+/* One input: decode (and re-encode) a manifest. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     buf_t in = {0};

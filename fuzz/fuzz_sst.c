@@ -52,6 +52,7 @@ static void fixup(char *f, size_t n, int mode) {
     block_iter_free(&it);
 }
 
+/* One input: open the bytes as a table and read all of it. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static uint64_t file_number = 1;
     if (size < 1) return 0;

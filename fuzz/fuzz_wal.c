@@ -42,6 +42,7 @@ static char *frame(const uint8_t *d, size_t n, size_t *out_n) {
     return o;
 }
 
+/* One input: read the bytes as a WAL, decode each record. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     int mode = data[0];

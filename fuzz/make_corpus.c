@@ -51,6 +51,7 @@ static char *slurp(const char *path, size_t *n) {
     return d;
 }
 
+/* Exit on an engine error. */
 static void check(int rc, const char *what) {
     if (rc != TDB_OK) {
         fprintf(stderr, "make_corpus: %s: %s: %s\n", what, tdb_strerror(rc), tdb_last_error());
@@ -140,6 +141,7 @@ static void seed_wals(const char *dir) {
     env_free_list(names, nn);
 }
 
+/* Build the database, then cut the seeds out of its files. */
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: make_corpus OUTDIR\n");

@@ -3,17 +3,15 @@
 # Rounds repeat until the time is up; each round runs
 #   - the kill -9 crash loop once per sync mode (none, interval, full),
 #     with a round-specific seed, key count and memtable mode;
-#   - one in-process fault run of tdb_stress: injected read errors (and with
-#     --write-faults, append/sync errors) make the database go read-only,
-#     the tool reopens and verifies that nothing acknowledged was lost;
+#   - one in-process fault run of tdb_stress: injected read, append and sync
+#     errors make the database go read-only, the tool reopens and verifies
+#     that nothing acknowledged was lost;
 #   - the simulated power-loss suite (fault_test FaultPowerLoss.*).
 #
-# usage: scripts/soak.sh [--minutes M] [--build DIR] [--seed N] [--write-faults]
-#   --minutes M     wall-clock budget (default 10); the round running at the
-#                   deadline is finished
-#   --write-faults  also inject write/sync errors in the fault run (see
-#                   docs/design/reliability.md: a known engine bug can hang
-#                   tdb_flush then; the tool reports it as a hang)
+# usage: scripts/soak.sh [--minutes M] [--build DIR] [--seed N] [--no-write-faults]
+#   --minutes M        wall-clock budget (default 10); the round running at
+#                      the deadline is finished
+#   --no-write-faults  inject only read errors in the fault run
 # Last line:
 #   SOAK_TOTAL minutes=.. rounds=.. cycles=.. ops=.. reads_verified=.. keys_verified=.. faults_injected=.. failures=..
 # (faults_injected = kills + injected I/O errors + simulated power losses)
@@ -21,14 +19,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
-minutes=10 build=build-rel seed=$(( $(date +%s) % 100000 )) wfaults=0
+minutes=10 build=build-rel seed=$(( $(date +%s) % 100000 )) wfaults=1
 while [ $# -gt 0 ]; do
     case "$1" in
     --minutes) minutes=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
-    --write-faults) wfaults=1; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --no-write-faults) wfaults=0; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "soak.sh: unknown argument $1" >&2; exit 3 ;;
     esac
 done
@@ -60,8 +58,11 @@ while [ $SECONDS -lt $deadline ] && [ $failures -eq 0 ]; do
     [ $st -eq 0 ] || { failures=$((failures + 1)); echo "round $rounds: crash loop FAILED (kept in $work/crash-$rounds)"; break; }
     rm -rf "$work/crash-$rounds"
     # 2. in-process fault run
-    wf=""
-    [ $wfaults -eq 1 ] && wf="--write_fault_prob=0.0003"
+    # Iterators are left out of the fault run while a read error during an
+    # iterator can yield a key with an empty value (engine bug, see
+    # DISABLED_IteratorReportsValueReadErrors in tests/fault_test.cc).
+    wf="--weights=iter=0,snapshot=0"
+    [ $wfaults -eq 1 ] && wf="$wf --write_fault_prob=0.0003"
     log="$work/faults-$rounds.log"
     if "$STRESS" --db="$work/fdb" --destroy --ops=0 --duration=30 --threads=4 --keys=3000 --seed="$s" \
         --read_fault_prob=0.002 $wf --hang_timeout=60 >"$log" 2>&1; then

@@ -707,6 +707,7 @@ static int fe_unlock_file(env_t *e, env_lock_t *l) { return FE(e)->t->unlock_fil
 /* Clock pass-through. */
 static uint64_t fe_now_micros(env_t *e) { return FE(e)->t->now_micros(FE(e)->t); }
 
+/* Wrap target in a new fault env (no rules, unlimited space, up). */
 int fault_env_create(env_t *target, uint64_t seed, fault_env_t **out) {
     if (!target || !out) return tdb_err(TDB_ERR_INVALID_ARG, "fault_env_create: NULL argument");
     fault_env_t *fe = (fault_env_t *)calloc(1, sizeof *fe);
@@ -748,6 +749,7 @@ static void mark_durable_locked(fault_env_t *fe) {
     fe->nfiles = 0;
 }
 
+/* Commit pending directory changes (drop trash) and free the env. */
 void fault_env_destroy(fault_env_t *fe) {
     if (!fe) return;
     pthread_rwlock_wrlock(&fe->lock);
@@ -763,6 +765,7 @@ void fault_env_destroy(fault_env_t *fe) {
 
 env_t *fault_env_env(fault_env_t *fe) { return &fe->env; }
 
+/* Add an error rule (copied). */
 int fault_env_add_rule(fault_env_t *fe, const fault_rule_t *r) {
     if (!fe || !r || (unsigned)r->op >= FAULT_NUM_OPS || r->code >= 0 || (!r->nth && !(r->probability > 0)))
         return tdb_err(TDB_ERR_INVALID_ARG, "fault rule: bad op, code or trigger");
@@ -782,6 +785,7 @@ int fault_env_add_rule(fault_env_t *fe, const fault_rule_t *r) {
     return rc;
 }
 
+/* Drop every rule; counters stay. */
 void fault_env_clear_rules(fault_env_t *fe) {
     pthread_mutex_lock(&fe->mu);
     for (int i = 0; i < fe->nrules; i++) free(fe->rules[i].pat);
@@ -789,18 +793,21 @@ void fault_env_clear_rules(fault_env_t *fe) {
     pthread_mutex_unlock(&fe->mu);
 }
 
+/* Set the bytes appends may still write. */
 void fault_env_set_space(fault_env_t *fe, uint64_t bytes) {
     pthread_rwlock_wrlock(&fe->lock);
     fe->space = bytes;
     pthread_rwlock_unlock(&fe->lock);
 }
 
+/* Choose how much unsynced state a power loss drops. */
 void fault_env_set_loss_mode(fault_env_t *fe, fault_loss_mode_t mode) {
     pthread_rwlock_wrlock(&fe->lock);
     fe->loss_mode = mode;
     pthread_rwlock_unlock(&fe->lock);
 }
 
+/* Simulate a power loss now; the env stays down. */
 int fault_env_power_loss(fault_env_t *fe) {
     pthread_rwlock_wrlock(&fe->lock);
     int rc = power_loss_locked(fe);
@@ -808,12 +815,14 @@ int fault_env_power_loss(fault_env_t *fe) {
     return rc;
 }
 
+/* Arm a power loss at the n-th mutating call from now (0 disarms). */
 void fault_env_crash_after(fault_env_t *fe, uint64_t n) {
     pthread_rwlock_wrlock(&fe->lock);
     fe->crash_at = n ? fe->st.mutations + n : 0;
     pthread_rwlock_unlock(&fe->lock);
 }
 
+/* 1 while the env is down after a power loss. */
 int fault_env_is_down(fault_env_t *fe) {
     pthread_rwlock_rdlock(&fe->lock);
     int d = fe->down;
@@ -821,6 +830,7 @@ int fault_env_is_down(fault_env_t *fe) {
     return d;
 }
 
+/* The reboot: everything on disk is durable, calls work again. */
 void fault_env_revive(fault_env_t *fe) {
     pthread_rwlock_wrlock(&fe->lock);
     mark_durable_locked(fe);
@@ -829,12 +839,14 @@ void fault_env_revive(fault_env_t *fe) {
     pthread_rwlock_unlock(&fe->lock);
 }
 
+/* Treat everything on disk as durable from now on. */
 void fault_env_mark_durable(fault_env_t *fe) {
     pthread_rwlock_wrlock(&fe->lock);
     mark_durable_locked(fe);
     pthread_rwlock_unlock(&fe->lock);
 }
 
+/* Copy the counters. */
 void fault_env_stats(fault_env_t *fe, fault_stats_t *out) {
     pthread_rwlock_rdlock(&fe->lock);
     pthread_mutex_lock(&fe->mu);

@@ -34,6 +34,7 @@ static void cf_name(int i, char *buf, size_t n) {
     else snprintf(buf, n, "cf%d", i);
 }
 
+/* Open the database and its families; a failed open or a lost family fails the run. */
 int stress_open_db(stress_t *s) {
     tdb_config_t c;
     stress_config(&s->o, &c);
@@ -64,6 +65,7 @@ int stress_open_db(stress_t *s) {
     return TDB_OK;
 }
 
+/* Close the database (an error is fatal unless faults are injected). */
 void stress_close_db(stress_t *s) {
     if (!s->db) return;
     int rc = tdb_close(s->db);
@@ -94,6 +96,7 @@ void stress_arm_faults(stress_t *s) {
     }
 }
 
+/* Close, check every file, reopen, verify everything, re-arm faults. */
 void stress_reopen(stress_t *s, const char *why) {
     if (s->o.verbose) printf("reopen (%s)\n", why);
     stress_close_db(s);

@@ -22,6 +22,7 @@ static int numbered(const char *name, const char *ext, uint64_t *num) {
 
 /* Print a report line. */
 static void say(const dbcheck_opts_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Print one report line (if there is an output). */
 static void say(const dbcheck_opts_t *o, const char *fmt, ...) {
     if (!o->out) return;
     va_list ap;
@@ -39,6 +40,7 @@ static void damaged(dbcheck_result_t *r, const dbcheck_opts_t *o, const char *na
     say(o, "DAMAGED  %s: %s", name, detail);
 }
 
+/* 1 if name is among the damaged files recorded. */
 int dbcheck_is_damaged(const dbcheck_result_t *r, const char *name) {
     uint64_t n = r->files_damaged < DBCHECK_MAX_DAMAGED ? r->files_damaged : DBCHECK_MAX_DAMAGED;
     for (uint64_t i = 0; i < n; i++)
@@ -152,11 +154,13 @@ static int check_wal(env_t *env, const char *path, char *detail, size_t cap, uin
     return result;
 }
 
+/* qsort order of file numbers. */
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
 }
 
+/* Check every data file of dir (see dbcheck.h). */
 int dbcheck_run(env_t *env, const char *dir, const dbcheck_opts_t *opts, dbcheck_result_t *r) {
     dbcheck_opts_t quiet = {0, 0, NULL};
     const dbcheck_opts_t *o = opts ? opts : &quiet;

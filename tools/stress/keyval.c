@@ -22,6 +22,7 @@ uint64_t stress_mix(uint64_t a, uint64_t b) {
     return z ^ (z >> 31);
 }
 
+/* Key bytes of index k (see the file comment). */
 size_t stress_key(uint32_t k, char *buf) {
     int n = snprintf(buf, STRESS_KEY_MAX, "k%010u", k);
     uint64_t h = stress_mix(k, 0x6b6579);
@@ -33,6 +34,7 @@ size_t stress_key(uint32_t k, char *buf) {
     return (size_t)n + suffix;
 }
 
+/* Index of a key this tool writes, or -1. */
 int64_t stress_key_parse(const char *p, size_t n, uint32_t nkeys) {
     if (n < 11 || p[0] != 'k') return -1;
     uint64_t k = 0;
@@ -47,6 +49,7 @@ int64_t stress_key_parse(const char *p, size_t n, uint32_t nkeys) {
     return (int64_t)k;
 }
 
+/* Value length of (cf, key, gen): mostly small, some around the separation threshold, a few large. */
 size_t stress_value_len(uint32_t cf, uint32_t key, uint32_t gen, uint32_t max_value) {
     uint64_t h = stress_mix(stress_mix(cf, key), gen);
     uint64_t r = h % 1000, len;
@@ -59,6 +62,7 @@ size_t stress_value_len(uint32_t cf, uint32_t key, uint32_t gen, uint32_t max_va
     return (size_t)len;
 }
 
+/* The value bytes of (cf, key, gen). */
 void stress_value(uint32_t cf, uint32_t key, uint32_t gen, uint32_t max_value, char *buf, size_t len) {
     (void)max_value;
     memcpy(buf, &gen, 4);
@@ -73,6 +77,7 @@ void stress_value(uint32_t cf, uint32_t key, uint32_t gen, uint32_t max_value, c
     }
 }
 
+/* Is v exactly a value written for (cf, key)? Sets its generation. */
 int stress_value_check(uint32_t cf, uint32_t key, const void *v, size_t n, uint32_t max_value, uint32_t *gen,
                        const char **why) {
     static __thread char scratch[64 * 1024];

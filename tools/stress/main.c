@@ -23,14 +23,17 @@
 
 static stress_t g_s;
 
+/* Microseconds on the monotonic clock. */
 uint64_t stress_now_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* 1 once the run must stop. */
 int stress_should_stop(stress_t *s) { return __atomic_load_n(&s->stop, __ATOMIC_ACQUIRE) != 0; }
 
+/* Print STRESS_FAIL and exit 1, leaving database and oracle for inspection. */
 void stress_fail(stress_t *s, const char *fmt, ...) {
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&mu);
@@ -46,6 +49,7 @@ void stress_fail(stress_t *s, const char *fmt, ...) {
     _exit(1);
 }
 
+/* Print STRESS_ERROR for an unexpected engine error and exit 2. */
 void stress_die(stress_t *s, const char *what, int rc) {
     printf("STRESS_ERROR %s: %s: %s (seed %llu)\n", what, tdb_strerror(rc), tdb_last_error(),
            (unsigned long long)s->o.seed);
@@ -171,6 +175,7 @@ static int set_weights(stress_t *s) {
     return s->weight_sum > 0 ? 0 : -1;
 }
 
+/* One run: recover and verify, work, verify, close (see the file comment). */
 int main(int argc, char **argv) {
     stress_t *s = &g_s;
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -308,9 +313,10 @@ int main(int argc, char **argv) {
     oracle_sync(&s->orc);
     double secs = s->start_us ? (double)(stress_now_us() - s->start_us) / 1e6 : 0;
     printf("STRESS_DONE ops=%llu reads_verified=%llu writes=%llu faults_injected=%llu faults_seen=%llu "
-           "recoveries=%llu seconds=%.1f\n",
+           "recoveries=%llu spurious_conflicts=%llu seconds=%.1f\n",
            (unsigned long long)ops, (unsigned long long)reads, (unsigned long long)writes,
-           (unsigned long long)injected, (unsigned long long)tolerated, (unsigned long long)s->recoveries, secs);
+           (unsigned long long)injected, (unsigned long long)tolerated, (unsigned long long)s->recoveries,
+           (unsigned long long)s->spurious_conflicts, secs);
     printf("STRESS_TOTALS runs=%llu ops=%llu reads_verified=%llu keys_verified=%llu recoveries=%llu faults=%llu\n",
            (unsigned long long)h->runs, (unsigned long long)h->total_ops,
            (unsigned long long)h->total_reads_verified, (unsigned long long)h->total_keys_verified,

@@ -56,6 +56,7 @@ static int parse_u64(const char *v, uint64_t *out) {
     return 0;
 }
 
+/* Parse the flags into o (defaults first); -1 after printing usage. */
 int stress_parse_args(int argc, char **argv, stress_opts_t *o) {
     memset(o, 0, sizeof *o);
     o->ops = 100000;

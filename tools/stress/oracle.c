@@ -52,6 +52,7 @@ static int oracle_create(const char *path, uint32_t ncf, uint32_t nkeys) {
     return 0;
 }
 
+/* Map the oracle at path, creating an all-absent one if missing. */
 int oracle_open(const char *path, uint32_t ncf, uint32_t nkeys, oracle_t *o, int *created) {
     memset(o, 0, sizeof *o);
     o->fd = -1;
@@ -93,6 +94,7 @@ int oracle_open(const char *path, uint32_t ncf, uint32_t nkeys, oracle_t *o, int
     return 0;
 }
 
+/* Sync and unmap. */
 void oracle_close(oracle_t *o) {
     if (o->h) {
         oracle_sync(o);
@@ -103,6 +105,7 @@ void oracle_close(oracle_t *o) {
     o->fd = -1;
 }
 
+/* msync the whole mapping. */
 void oracle_sync(oracle_t *o) {
     if (o->h) msync(o->h, o->size, MS_SYNC);
 }

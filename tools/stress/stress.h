@@ -210,6 +210,12 @@ struct stress {
     int need_recover;       /* a write failed under fault injection */
     uint64_t ops_issued;    /* atomic: ops handed out (for --ops) */
     uint64_t recoveries, faults_seen;
+    /* Per family: range deletes started and ended. The engine's
+     * commit-group validation treats a range delete in the group as touching
+     * every key of its family (src/db/write.c group_keys_has), so a
+     * transaction overlapping one may fail with a (safe) spurious conflict. */
+    uint64_t range_started[STRESS_MAX_CFS], range_ended[STRESS_MAX_CFS];
+    uint64_t spurious_conflicts;
 };
 
 extern const op_kind_t stress_op_kinds[];

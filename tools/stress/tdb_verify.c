@@ -13,6 +13,7 @@
 #include "dbcheck.h"
 #include "tidesdb/tidesdb.h"
 
+/* Parse flags, check DIR, exit with the verdict. */
 int main(int argc, char **argv) {
     dbcheck_opts_t o = {0, 1, stdout};
     const char *dir = NULL;

@@ -104,6 +104,7 @@ static void scan_family(stress_t *s, uint32_t cf, const uint8_t *obs, int backwa
     tdb_iter_destroy(it);
 }
 
+/* Verify every key and scan against the oracle, then resolve it (rules above). */
 uint64_t stress_verify_all(stress_t *s, const char *when) {
     oracle_t *o = &s->orc;
     uint32_t ncf = o->h->ncf, nkeys = (uint32_t)o->h->nkeys;
