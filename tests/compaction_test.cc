@@ -799,8 +799,8 @@ TEST(CompactionPick, TrivialMoveRules) {
     // has no overlap in the bottom.
     auto shape = [](uint64_t deletes, bool covered_below) {
         Shape s;
-        s.files = {{6, Meta(1, "a", "b", 12000, 10, deletes)}, {kLast, Meta(2, "c", "d", 100000)}};
-        if (covered_below) s.files[1] = {kLast, Meta(2, "a", "d", 100000)};
+        s.files = {{6, Meta(1, "a", "b", 12000, 10, deletes)},
+                   {kLast, covered_below ? Meta(2, "a", "d", 100000) : Meta(2, "c", "d", 100000)}};
         return s;
     };
     pick(shape(0, false), [](compaction_t *c) {  // bottommost, no deletions: move
