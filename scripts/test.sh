@@ -3,7 +3,8 @@
 #   1. unit + integration tests (ctest): installs the build dependencies
 #      (skipping what is installed), builds RelWithDebInfo into build/;
 #   2. reliability (scripts/test_reliability.sh): kill -9 crash loop per
-#      sync mode, fuzz targets on their corpora, ASan+UBSan and TSan builds;
+#      sync mode, fuzz targets on their corpora (ASan+UBSan and TSan builds
+#      with TDB_CI_SANITIZE=1);
 #   3. the MariaDB engine (scripts/mariadb/): pinned server + headers,
 #      plugin build, the mtr suite `tidesdb`.
 # TDB_SKIP_RELIABILITY=1 / TDB_SKIP_MARIADB=1 skip a stage;
@@ -38,7 +39,10 @@ unit() {
 
 reliability() {
     # The unit stage already ran the fault-injection tests: skip them here.
-    bash scripts/test_reliability.sh --build build --skip fault ${TDB_RELIABILITY_ARGS:-}
+    # The ASan/TSan builds run with TDB_CI_SANITIZE=1 (or scripts/sanitize.sh).
+    local skip=fault
+    [ "${TDB_CI_SANITIZE:-0}" = 1 ] || skip=fault,sanitize
+    bash scripts/test_reliability.sh --build build --skip "$skip" ${TDB_RELIABILITY_ARGS:-}
 }
 
 mariadb() {
