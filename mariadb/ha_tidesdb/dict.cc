@@ -86,13 +86,21 @@ static bool record_decode(const uchar *p, size_t len, TableRecord *r) {
   return p == end;
 }
 
+/* Library write that waits out back-pressure (TDB_ERR_BUSY) for a bounded
+ * time: DDL is not retried by clients. */
+static int write_retry(tdb_batch_t *b) {
+  int rc;
+  for (int tries = 0; (rc = tdb_write(s_db, b)) == TDB_ERR_BUSY && tries < 3; tries++) {
+  }
+  return rc;
+}
+
 /* Synced write of a DDL batch (the dictionary family is FULL). In unified
  * memtable mode one sync mode governs every family: when it is weaker than
- * FULL, flush the batch to disk so DDL stays durable. */
+ * FULL, tdb_sync makes the batch durable. */
 static int write_batch(tdb_batch_t *b) {
-  int rc = tdb_write(s_db, b);
-  if (rc == TDB_OK && g_unified_active && sysvars_unified_sync_mode() != TDB_SYNC_FULL)
-    rc = tdb_flush(s_db, s_dict);
+  int rc = write_retry(b);
+  if (rc == TDB_OK && g_unified_active && sysvars_unified_sync_mode() != TDB_SYNC_FULL) rc = tdb_sync(s_db);
   return rc == TDB_OK ? 0 : map_tdb_error(rc);
 }
 
@@ -180,8 +188,12 @@ int dict_init(tdb_t *db) {
   return 0;
 }
 
+static int persist_counters(TableDef *def);
+
 void dict_shutdown() {
   std::lock_guard<std::mutex> g(g_dict_mu);
+  for (auto &kv : s_cache)
+    if (!kv.second->obsolete) persist_counters(kv.second.get());
   s_cache.clear();
   s_dict = s_meta = NULL;
   s_db = NULL;
@@ -480,6 +492,26 @@ int dict_put_counters(tdb_batch_t *b, TableDef *def) {
     rc = tdb_batch_put(b, s_meta, k.data(), k.size(), v, 8, 0);
   }
   return rc == TDB_OK ? 0 : map_tdb_error(rc);
+}
+
+static int persist_counters(TableDef *def) {
+  if (!s_db) return 0;
+  tdb_batch_t *b;
+  if (tdb_batch_create(&b) != TDB_OK) return HA_ERR_OUT_OF_MEM;
+  int err = dict_put_counters(b, def);
+  if (!err) {
+    int rc = tdb_write(s_db, b);
+    if (rc != TDB_OK) err = map_tdb_error(rc);
+  }
+  tdb_batch_destroy(b);
+  return err;
+}
+
+void dict_counters_changed(TableDef *def) {
+  ulonglong now = microsecond_interval_timer();
+  ulonglong last = def->counters_saved.load();
+  if (now - last < 1000000 || !def->counters_saved.compare_exchange_strong(last, now)) return;
+  persist_counters(def);
 }
 
 int dict_save_cardinality(TableDef *def) {

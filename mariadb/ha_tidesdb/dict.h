@@ -27,10 +27,12 @@
  *     (and meta keys) in one synced batch, then drops the old families.
  *  5. RENAME deletes the old name's record and writes the new one in one
  *     synced batch.
- *  6. Meta keys are written in the same batch as the rows they describe
- *     (trx.cc) with sync NONE, so they never make a commit stricter than
- *     its tables; after a crash they may lag (auto-increment is then also
- *     bounded below by the largest key, row counts are estimates).
+ *  6. Meta keys are written outside the transactions (a shared counter
+ *     key in every transaction would make all writers of a table
+ *     conflict), with sync NONE, at most once a second per table after a
+ *     commit changed them and at shutdown; after a crash they may lag
+ *     (auto-increment is then also bounded below by the largest key, row
+ *     counts are estimates).
  *
  * Locking: g_dict_mu guards the name -> TableDef cache and serializes DDL.
  * A TableDef is shared by every handler of the table (shared_ptr); its
@@ -69,6 +71,7 @@ struct TableDef {
   /* Range-estimate cache: first and last key of each index. */
   std::vector<std::string> first_key, last_key;
   ulonglong bounds_time = 0;
+  std::atomic<ulonglong> counters_saved{0}; /* when last persisted (us) */
   /* Size estimate cache (bytes of the data family and of all others). */
   ulonglong size_time = 0;
   uint64_t data_bytes = 0, index_bytes = 0;
@@ -102,6 +105,9 @@ int dict_truncate(const std::string &name, TableDefPtr *out);
 
 /* Add the table's current AUTO_INCREMENT and row count to a batch. */
 int dict_put_counters(tdb_batch_t *b, TableDef *def);
+/* A commit changed the table's counters: persist them if they were last
+ * written more than a second ago (invariant 6). */
+void dict_counters_changed(TableDef *def);
 /* Persist the table's cardinality statistics. */
 int dict_save_cardinality(TableDef *def);
 

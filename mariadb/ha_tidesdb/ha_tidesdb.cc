@@ -15,7 +15,6 @@ ha_tidesdb::ha_tidesdb(handlerton *hton, TABLE_SHARE *share) : handler(hton, sha
 
 ha_tidesdb::~ha_tidesdb() {
   m_iter.close();
-  release_snapshot();
   my_free(m_scratch);
 }
 
@@ -130,7 +129,6 @@ int ha_tidesdb::open(const char *name, int mode, uint test_if_locked) {
 
 int ha_tidesdb::close(void) {
   m_iter.close();
-  release_snapshot();
   m_def.reset();
   my_free(m_scratch);
   m_scratch = NULL;
@@ -359,6 +357,9 @@ int ha_tidesdb::optimize(THD *thd, HA_CHECK_OPT *check_opt) {
 }
 
 bool ha_tidesdb::get_error_message(int error, String *buf) {
+  /* The server's texts of these say it all (the library's detail names
+   * internal transaction ids). */
+  if (error == HA_ERR_LOCK_DEADLOCK || error == HA_ERR_LOCK_WAIT_TIMEOUT) return false;
   const std::string &d = last_error_detail();
   if (!d.empty()) buf->copy(d.data(), d.size(), system_charset_info);
   return error == HA_ERR_LOCK_WAIT_TIMEOUT;
@@ -392,19 +393,28 @@ int ha_tidesdb::extra(enum ha_extra_function op) {
 int ha_tidesdb::reset() {
   m_ignore_dup = m_can_replace = m_insert_update = false;
   m_iter.close();
-  release_snapshot();
-  m_last_lock_new = false;
+  m_last_locked = false;
   m_trx = NULL;
   m_point = false;
   m_rnd_started = false;
   return 0;
 }
 
+/* Row lock mode of a statement from its table lock: FOR UPDATE and
+ * writes lock exclusively, LOCK IN SHARE MODE (and SERIALIZABLE reads,
+ * which the server turns into it) shared. */
+static RowLock row_lock_of(thr_lock_type t) {
+  if (t == TL_READ_WITH_SHARED_LOCKS) return ROW_LOCK_SHARED;
+  if (t >= TL_WRITE_ALLOW_WRITE) return ROW_LOCK_EXCLUSIVE;
+  return ROW_LOCK_NONE;
+}
+
 int ha_tidesdb::external_lock(THD *thd, int lock_type) {
   if (lock_type == F_UNLCK) {
     m_iter.close();
-    release_snapshot();
     m_lock_type = F_UNLCK;
+    m_row_lock = ROW_LOCK_NONE;
+    m_last_locked = false;
     m_trx = NULL;
     return 0;
   }
@@ -413,24 +423,41 @@ int ha_tidesdb::external_lock(THD *thd, int lock_type) {
     if (err) return err;
   }
   m_lock_type = lock_type;
+  m_row_lock = lock_type == F_WRLCK ? ROW_LOCK_EXCLUSIVE : row_lock_of(m_stored_lock);
+  m_last_locked = false;
   m_trx = trx_get(thd);
-  trx_register(thd, m_trx);
-  return 0;
+  int err = trx_register(thd, m_trx);
+  serializable_reads(thd);
+  return err;
 }
 
+/* SERIALIZABLE with row locks: reads of a multi-statement transaction
+ * take shared locks (as InnoDB), so write skew ends in a lock wait or a
+ * deadlock instead of a commit-time failure. Autocommit SELECTs read
+ * their snapshot. */
+void ha_tidesdb::serializable_reads(THD *thd) {
+  if (m_row_lock == ROW_LOCK_NONE && m_trx->active() && m_trx->pessimistic() &&
+      m_trx->isolation() == TDB_ISO_SERIALIZABLE && thd_test_options(thd, OPTION_NOT_AUTOCOMMIT | OPTION_BEGIN))
+    m_row_lock = ROW_LOCK_SHARED;
+}
+
+/* A statement under LOCK TABLES (external_lock ran at LOCK TABLES). */
 int ha_tidesdb::start_stmt(THD *thd, thr_lock_type lock_type) {
   m_iter.close();
-  release_snapshot(); /* a new statement gets a new view */
   if (m_def && m_def->obsolete) {
     int err = refresh_def();
     if (err) return err;
   }
+  m_row_lock = row_lock_of(lock_type);
+  m_last_locked = false;
   m_trx = trx_get(thd);
-  trx_register(thd, m_trx);
-  return 0;
+  int err = trx_register(thd, m_trx);
+  serializable_reads(thd);
+  return err;
 }
 
 THR_LOCK_DATA **ha_tidesdb::store_lock(THD *thd, THR_LOCK_DATA **to, enum thr_lock_type lock_type) {
+  if (lock_type != TL_IGNORE) m_stored_lock = lock_type;
   if (lock_type != TL_IGNORE && m_lock.type == TL_UNLOCK) {
     /* Row-level engine: let writers run concurrently outside LOCK TABLES. */
     if (lock_type >= TL_WRITE_CONCURRENT_INSERT && lock_type <= TL_WRITE && !thd_in_lock_tables(thd) &&

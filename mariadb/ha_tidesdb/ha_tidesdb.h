@@ -14,12 +14,17 @@
  *     position() copies it into ref (ref_length = encoded PK length).
  *  3. m_row_buf holds the value of the last row returned: blob columns of
  *     the record point into it until the next read.
- *  4. One MergedIter per handler; it is closed at the end of each scan and
- *     statement, so it never outlives the transaction's overlay maps' use.
- *  5. In a statement that writes the table (F_WRLCK) every row returned is
- *     locked (lock.h) and is its latest committed version (re-read under
- *     the lock; an index entry whose row no longer matches it is skipped).
- *     Other reads use one snapshot per statement (m_snap).
+ *  4. One TxnIter per handler (trx.h); it is closed at the end of each scan
+ *     and statement.
+ *  5. m_row_lock is the row lock mode of the running statement: EXCLUSIVE
+ *     in statements that write the table and SELECT ... FOR UPDATE, SHARED
+ *     for LOCK IN SHARE MODE (and SERIALIZABLE reads), else NONE. Every
+ *     row a locking statement returns was read with
+ *     tdb_txn_get_for_update (locked, or added to the commit check), and
+ *     an index entry whose row no longer matches it is skipped.
+ *  6. m_last_locked: the row of m_last_pk was read by a locking read in
+ *     this statement, so update_row/delete_row can use the server's image
+ *     of it for index maintenance; otherwise they lock and re-read it.
  */
 #ifndef TIDESQL_HA_TIDESDB_H
 #define TIDESQL_HA_TIDESDB_H
@@ -116,6 +121,7 @@ class ha_tidesdb : public handler {
   void refresh_sizes();
   TdbShare *get_share();
   Trx *trx();
+  void serializable_reads(THD *thd);
 
   /* ha_tidesdb_read.cc */
   bool is_pk_index(uint idx) const { return !m_def->hidden_pk && idx == table->s->primary_key; }
@@ -123,15 +129,13 @@ class ha_tidesdb : public handler {
   tdb_cf_t *data_cf() const { return m_def->data_cf(table->s->primary_key); }
   int open_iter(tdb_cf_t *cf);
   int encode_search_key(uint idx, const uchar *key, key_part_map map, std::string *out, uint *nparts);
-  bool locking() const { return m_lock_type == F_WRLCK; }
-  const tdb_snapshot_t *snapshot();
-  void release_snapshot();
-  int lock_key(tdb_cf_t *cf, const std::string &key, bool *acquired);
+  bool locking() const { return m_row_lock != ROW_LOCK_NONE; }
+  bool verify_index_rows() const;
   int read_row_by_pk(uchar *buf, const uchar *pk, size_t pklen);
   int row_from_data_entry(uchar *buf, const uchar *key, size_t kl, const uchar *val, size_t vl);
   int row_from_index_entry(uchar *buf, uint idx, const uchar *ekey, size_t eklen, const uchar *val,
                            size_t vl);
-  int current_row(const std::string &pk, std::string *value);
+  int locked_row(const std::string &pk, std::vector<uchar> *rec);
   int fetch(uchar *buf, int dir, bool check_prefix);
   int point_read(uchar *buf, uint idx, const std::string &key);
   bool want_full_row();
@@ -153,16 +157,17 @@ class ha_tidesdb : public handler {
   uint32 m_pk_len = 0;              /* encoded primary key bytes */
   Trx *m_trx = NULL;
   int m_lock_type = F_UNLCK;
+  RowLock m_row_lock = ROW_LOCK_NONE;
+  thr_lock_type m_stored_lock = TL_IGNORE; /* from store_lock() */
 
-  MergedIter m_iter;
+  TxnIter m_iter;
   bool m_rnd_started = false;
   std::string m_scan_prefix; /* index_next_same bound */
   bool m_point = false;      /* last index read was a point lookup */
   std::string m_point_key;
 
   std::string m_last_pk;
-  bool m_last_lock_new = false; /* the last row's lock was taken by its read */
-  tdb_snapshot_t *m_snap = NULL; /* statement view of plain reads */
+  bool m_last_locked = false; /* invariant 6 */
   std::string m_row_buf;
   std::string m_key_buf, m_key_buf2, m_val_buf, m_val_buf2, m_pk_buf;
   uchar *m_scratch = NULL; /* a record buffer for search keys */

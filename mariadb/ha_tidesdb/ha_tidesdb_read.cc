@@ -16,7 +16,7 @@ static bool starts_with(const uchar *k, size_t kl, const std::string &p) {
 }
 
 /* Whether the iterator's current key starts with p. */
-static bool iter_at_prefix(const MergedIter &it, const std::string &p) {
+static bool iter_at_prefix(const TxnIter &it, const std::string &p) {
   size_t kl;
   const uchar *k = it.key(&kl);
   return starts_with(k, kl, p);
@@ -29,33 +29,22 @@ static int cmp_bytes(const std::string &a, const std::string &b) {
   return a.size() < b.size() ? -1 : (a.size() > b.size() ? 1 : 0);
 }
 
-/* Index-only reads are honoured except in writing statements, which
- * always get whole rows (update_row/delete_row need every column). */
-bool ha_tidesdb::want_full_row() { return !keyread_enabled() || m_lock_type == F_WRLCK; }
+/* Index-only reads are honoured except in locking statements, which
+ * always get (and lock) whole rows; update_row/delete_row need every
+ * column. */
+bool ha_tidesdb::want_full_row() { return !keyread_enabled() || m_lock_type == F_WRLCK || locking(); }
 
 int ha_tidesdb::open_iter(tdb_cf_t *cf) {
   if (m_iter.is_open() && m_iter.cf() == cf) return 0;
   g_counters.iterators++;
-  return m_iter.open(cf, trx(), locking() ? NULL : snapshot());
+  return m_iter.open(trx(), cf);
 }
 
-/* The statement's read view for plain (non-locking) reads. */
-const tdb_snapshot_t *ha_tidesdb::snapshot() {
-  if (!m_snap) m_snap = tdb_snapshot_create(g_db);
-  return m_snap;
-}
-
-void ha_tidesdb::release_snapshot() {
-  if (m_snap) tdb_snapshot_release(g_db, m_snap);
-  m_snap = NULL;
-}
-
-/* Lock a key for this transaction; a deadlock rolls the whole
- * transaction back (the server is told so). */
-int ha_tidesdb::lock_key(tdb_cf_t *cf, const std::string &key, bool *acquired) {
-  int err = trx()->lock(cf, key, ha_thd(), acquired);
-  if (err == HA_ERR_LOCK_DEADLOCK) ha_thd()->mark_transaction_to_rollback(true);
-  return err;
+/* Whether a row fetched through a secondary-index entry must be checked
+ * against the entry: locking reads return the row's latest version, and
+ * at READ COMMITTED point reads see newer data than the scan's view. */
+bool ha_tidesdb::verify_index_rows() const {
+  return locking() || (m_trx && m_trx->isolation() == TDB_ISO_READ_COMMITTED);
 }
 
 /* Encode the key parts of a search key image (key_copy format). */
@@ -71,23 +60,16 @@ int ha_tidesdb::encode_search_key(uint idx, const uchar *key, key_part_map map, 
   return has_null ? 1 : 0;
 }
 
-/* Read and unpack the row with this encoded primary key. In a writing
- * statement the row is locked first and read at its latest version. */
+/* Read and unpack the row with this encoded primary key. In a locking
+ * statement the row is read with get_for_update: locked (pessimistic) or
+ * added to the commit check (optimistic). */
 int ha_tidesdb::read_row_by_pk(uchar *buf, const uchar *pk, size_t pklen) {
   g_counters.point_reads++;
-  m_last_lock_new = false;
-  if (locking()) {
-    int err = lock_key(data_cf(), std::string((const char *)pk, pklen), &m_last_lock_new);
-    if (err) return err;
-  }
-  int err = trx()->get(data_cf(), pk, pklen, &m_row_buf, locking() ? NULL : snapshot());
-  if (err) {
-    if (err == HA_ERR_KEY_NOT_FOUND && m_last_lock_new) {
-      trx()->unlock(data_cf(), std::string((const char *)pk, pklen));
-      m_last_lock_new = false;
-    }
-    return err;
-  }
+  m_last_locked = false;
+  int err = locking() ? trx()->get_for_update(data_cf(), pk, pklen, m_row_lock == ROW_LOCK_EXCLUSIVE, &m_row_buf)
+                      : trx()->get(data_cf(), pk, pklen, &m_row_buf);
+  if (err) return err;
+  m_last_locked = locking();
   m_last_pk.assign((const char *)pk, pklen);
   return row_unpack(table, (const uchar *)m_row_buf.data(), m_row_buf.size(), buf);
 }
@@ -95,7 +77,7 @@ int ha_tidesdb::read_row_by_pk(uchar *buf, const uchar *pk, size_t pklen) {
 /* A row from the data family (key = encoded primary key). */
 int ha_tidesdb::row_from_data_entry(uchar *buf, const uchar *key, size_t kl, const uchar *val, size_t vl) {
   if (locking()) return read_row_by_pk(buf, key, kl);
-  m_last_lock_new = false;
+  m_last_locked = false;
   m_row_buf.assign((const char *)val, vl);
   m_last_pk.assign((const char *)key, kl);
   return row_unpack(table, (const uchar *)m_row_buf.data(), m_row_buf.size(), buf);
@@ -111,14 +93,13 @@ int ha_tidesdb::row_from_index_entry(uchar *buf, uint idx, const uchar *ekey, si
   if (want_full_row()) {
     m_pk_buf.assign((const char *)val, m_pk_len);
     int err = read_row_by_pk(buf, (const uchar *)m_pk_buf.data(), m_pk_len);
-    if (err || !locking()) return err;
-    /* Locking read: the row may have changed since the entry was read. */
+    if (err || !verify_index_rows()) return err;
+    /* The row may have changed since the entry was read: skip it then. */
     std::string k, v;
     bool has_null;
     encode_index_entry(idx, buf, m_pk_buf, &k, &v, &has_null);
     if (k.size() != eklen || memcmp(k.data(), ekey, eklen) != 0) {
-      if (m_last_lock_new) trx()->unlock(data_cf(), m_pk_buf);
-      m_last_lock_new = false;
+      m_last_locked = false;
       return HA_ERR_KEY_NOT_FOUND;
     }
     return 0;
@@ -132,7 +113,7 @@ int ha_tidesdb::row_from_index_entry(uchar *buf, uint idx, const uchar *ekey, si
   key_restore(buf, img + m_pk_len, ki, ki->key_length);
   if (pk) key_restore(buf, img + m_pk_len + ki->key_length, pk, pk->key_length);
   m_last_pk.assign((const char *)val, m_pk_len);
-  m_last_lock_new = false;
+  m_last_locked = false;
   return 0;
 }
 
@@ -171,8 +152,11 @@ int ha_tidesdb::point_read(uchar *buf, uint idx, const std::string &key) {
     err = read_row_by_pk(buf, (const uchar *)key.data(), key.size());
   } else {
     g_counters.point_reads++;
-    err = trx()->get(index_cf(idx), (const uchar *)key.data(), key.size(), &m_val_buf,
-                     locking() ? NULL : snapshot());
+    /* A locking read locks the unique value too (also when absent: no
+     * concurrent insert of it until this transaction ends). */
+    err = locking() ? trx()->get_for_update(index_cf(idx), (const uchar *)key.data(), key.size(),
+                                            m_row_lock == ROW_LOCK_EXCLUSIVE, &m_val_buf)
+                    : trx()->get(index_cf(idx), (const uchar *)key.data(), key.size(), &m_val_buf);
     if (!err)
       err = row_from_index_entry(buf, idx, (const uchar *)key.data(), key.size(),
                                  (const uchar *)m_val_buf.data(), m_val_buf.size());
@@ -361,12 +345,10 @@ int ha_tidesdb::rnd_pos(uchar *buf, uchar *pos) {
   return err;
 }
 
-/* The server does not use the last row read: give back its lock if that
- * read took it (READ COMMITTED keeps no locks on rows it skips). */
-void ha_tidesdb::unlock_row() {
-  if (m_last_lock_new && m_last_pk.size() == m_pk_len) trx()->unlock(data_cf(), m_last_pk);
-  m_last_lock_new = false;
-}
+/* The server does not use the last row read. The library has no way to
+ * give back one row lock, so it is kept until the transaction ends (as
+ * InnoDB does at REPEATABLE READ). */
+void ha_tidesdb::unlock_row() {}
 
 void ha_tidesdb::position(const uchar *record) {
   if (m_last_pk.size() != ref_length) {

@@ -41,9 +41,11 @@ void ha_tidesdb::encode_index_entry(uint idx, const uchar *rec, const std::strin
 }
 
 /* Duplicate check of a unique index entry (columns without NULL): the
- * key exists and belongs to another row. */
+ * key exists and belongs to another row. The key is read with
+ * get_for_update: concurrent inserters of one value are serialized by its
+ * lock (pessimistic) or by the commit check (optimistic). */
 int ha_tidesdb::check_unique_sec(uint idx, const std::string &key, const std::string &pk) {
-  int err = trx()->get(index_cf(idx), (const uchar *)key.data(), key.size(), &m_val_buf2);
+  int err = trx()->get_for_update(index_cf(idx), (const uchar *)key.data(), key.size(), true, &m_val_buf2);
   if (err == HA_ERR_KEY_NOT_FOUND) return 0;
   if (err) return err;
   if (m_val_buf2.size() >= pk.size() && memcmp(m_val_buf2.data(), pk.data(), pk.size()) == 0) return 0;
@@ -79,17 +81,21 @@ void ha_tidesdb::bump_autoinc(const uchar *rec) {
 }
 
 /* During ALTER TABLE's copy the server disables transactions: commit
- * large batches as they fill. */
+ * large batches as they fill. Any other statement stays atomic. */
 int ha_tidesdb::maybe_bulk_commit() {
   THD *thd = ha_thd();
   if (thd->transaction->on || trx()->pending() < BULK_COMMIT_WRITES) return 0;
-  return trx()->commit();
+  return trx()->bulk_commit();
 }
 
-/* The stored value of the row with this primary key (latest committed or
- * this transaction's), for index maintenance under the row's lock. */
-int ha_tidesdb::current_row(const std::string &pk, std::string *value) {
-  return trx()->get(data_cf(), (const uchar *)pk.data(), pk.size(), value, NULL);
+/* The stored row with this primary key, locked (or added to the commit
+ * check), as an unpacked record: the version index maintenance must
+ * remove when the server's image of the row was not read under a lock. */
+int ha_tidesdb::locked_row(const std::string &pk, std::vector<uchar> *rec) {
+  int err = trx()->get_for_update(data_cf(), (const uchar *)pk.data(), pk.size(), true, &m_val_buf);
+  if (err) return err;
+  rec->assign(table->s->default_values, table->s->default_values + table->s->reclength);
+  return row_unpack(table, (const uchar *)m_val_buf.data(), m_val_buf.size(), rec->data());
 }
 
 int ha_tidesdb::write_row(const uchar *buf) {
@@ -107,10 +113,10 @@ int ha_tidesdb::write_row(const uchar *buf) {
     encode_pk(buf, &pk);
   }
   bool check = must_check_unique();
-  bool acquired;
-  if (!m_def->hidden_pk && (err = lock_key(data_cf(), pk, &acquired))) return err;
   if (check && !m_def->hidden_pk) {
-    err = t->get(data_cf(), (const uchar *)pk.data(), pk.size(), NULL);
+    /* Lock the key first: the check then sees the latest committed row
+     * (READ COMMITTED) or fails on a newer one (SNAPSHOT). */
+    err = t->get_for_update(data_cf(), (const uchar *)pk.data(), pk.size(), true, NULL);
     if (!err) {
       m_dup_key = table->s->primary_key;
       g_counters.dup_key_errors++;
@@ -125,7 +131,6 @@ int ha_tidesdb::write_row(const uchar *buf) {
     bool has_null;
     encode_index_entry(k, buf, pk, &keys[k], &vals[k], &has_null);
     if (!(table->key_info[k].flags & HA_NOSAME) || has_null) continue;
-    if ((err = lock_key(index_cf(k), keys[k], &acquired))) return err;
     if (check && (err = check_unique_sec(k, keys[k], pk))) return err;
   }
   std::string row;
@@ -137,6 +142,7 @@ int ha_tidesdb::write_row(const uchar *buf) {
   }
   t->add_rows(m_def, 1);
   m_last_pk = pk;
+  m_last_locked = false;
   g_counters.rows_inserted++;
   return maybe_bulk_commit();
 }
@@ -152,32 +158,24 @@ int ha_tidesdb::update_row(const uchar *old_data, const uchar *new_data) {
     encode_pk(old_data, &old_pk);
     encode_pk(new_data, &new_pk);
   }
-  /* Lock the row; if this lock is new, index maintenance must use the
-   * version stored now, not the one the server read earlier. */
-  bool acquired;
-  if ((err = lock_key(data_cf(), old_pk, &acquired))) return err;
+  /* Index maintenance removes the entries of the version stored now: the
+   * server's image if this statement read the row under a lock. */
   const uchar *old_rec = old_data;
-  std::string cur_val;
   std::vector<uchar> cur_rec;
-  if (acquired) {
-    if ((err = current_row(old_pk, &cur_val))) return err;
-    cur_rec.assign(table->s->default_values, table->s->default_values + table->s->reclength);
-    if ((err = row_unpack(table, (const uchar *)cur_val.data(), cur_val.size(), cur_rec.data()))) return err;
+  if (!(m_last_locked && m_last_pk == old_pk)) {
+    if ((err = locked_row(old_pk, &cur_rec))) return err;
     old_rec = cur_rec.data();
   }
   bool pk_changed = old_pk != new_pk;
   bool check = must_check_unique();
-  if (pk_changed) {
-    if ((err = lock_key(data_cf(), new_pk, &acquired))) return err;
-    if (check) {
-      err = t->get(data_cf(), (const uchar *)new_pk.data(), new_pk.size(), NULL);
-      if (!err) {
-        m_dup_key = table->s->primary_key;
-        g_counters.dup_key_errors++;
-        return HA_ERR_FOUND_DUPP_KEY;
-      }
-      if (err != HA_ERR_KEY_NOT_FOUND) return err;
+  if (pk_changed && check) {
+    err = t->get_for_update(data_cf(), (const uchar *)new_pk.data(), new_pk.size(), true, NULL);
+    if (!err) {
+      m_dup_key = table->s->primary_key;
+      g_counters.dup_key_errors++;
+      return HA_ERR_FOUND_DUPP_KEY;
     }
+    if (err != HA_ERR_KEY_NOT_FOUND) return err;
   }
   uint nkeys = table->s->keys;
   std::vector<std::string> okeys(nkeys), nkeys_(nkeys), nvals(nkeys);
@@ -190,10 +188,9 @@ int ha_tidesdb::update_row(const uchar *old_data, const uchar *new_data) {
     encode_index_entry(k, new_data, new_pk, &nkeys_[k], &nvals[k], &nnull);
     if (okeys[k] == nkeys_[k] && ov == nvals[k]) continue;
     changed[k] = true;
-    if ((table->key_info[k].flags & HA_NOSAME) && !nnull && okeys[k] != nkeys_[k]) {
-      if ((err = lock_key(index_cf(k), nkeys_[k], &acquired))) return err;
-      if (check && (err = check_unique_sec(k, nkeys_[k], new_pk))) return err;
-    }
+    if ((table->key_info[k].flags & HA_NOSAME) && !nnull && okeys[k] != nkeys_[k] && check &&
+        (err = check_unique_sec(k, nkeys_[k], new_pk)))
+      return err;
   }
   std::string row;
   row_pack(table, new_data, row);
@@ -206,6 +203,7 @@ int ha_tidesdb::update_row(const uchar *old_data, const uchar *new_data) {
   }
   bump_autoinc(new_data);
   m_last_pk = new_pk;
+  m_last_locked = true; /* written by this transaction */
   g_counters.rows_updated++;
   return 0;
 }
@@ -220,15 +218,10 @@ int ha_tidesdb::delete_row(const uchar *buf) {
   } else {
     encode_pk(buf, &pk);
   }
-  bool acquired;
-  if ((err = lock_key(data_cf(), pk, &acquired))) return err;
   const uchar *rec = buf;
-  std::string cur_val;
   std::vector<uchar> cur_rec;
-  if (acquired) { /* not read under the lock: use the stored version */
-    if ((err = current_row(pk, &cur_val))) return err;
-    cur_rec.assign(table->s->default_values, table->s->default_values + table->s->reclength);
-    if ((err = row_unpack(table, (const uchar *)cur_val.data(), cur_val.size(), cur_rec.data()))) return err;
+  if (!(m_last_locked && m_last_pk == pk)) { /* not read under a lock */
+    if ((err = locked_row(pk, &cur_rec))) return err;
     rec = cur_rec.data();
   }
   if ((err = t->del(data_cf(), pk))) return err;
@@ -240,6 +233,7 @@ int ha_tidesdb::delete_row(const uchar *buf) {
     if ((err = t->del(index_cf(k), key))) return err;
   }
   t->add_rows(m_def, -1);
+  m_last_locked = false;
   g_counters.rows_deleted++;
   return 0;
 }

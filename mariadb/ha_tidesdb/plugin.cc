@@ -31,7 +31,6 @@ int map_tdb_error(int rc) {
       return 0;
     case TDB_ERR_NOT_FOUND:
       return HA_ERR_KEY_NOT_FOUND;
-    case TDB_ERR_BUSY:
     case TDB_ERR_TIMEOUT:
       return HA_ERR_LOCK_WAIT_TIMEOUT;
     case TDB_ERR_CONFLICT:
@@ -47,6 +46,9 @@ int map_tdb_error(int rc) {
       return HA_ERR_TO_BIG_ROW;
     case TDB_ERR_NOT_SUPPORTED:
       return HA_ERR_UNSUPPORTED;
+    case TDB_ERR_BUSY:
+      /* Back-pressure that outlasted the library's bounded stall wait
+       * (no flush/compaction progress): the detail says so. */
     default:
       /* I/O, corruption, invalid argument...: the engine-specific code
        * makes print_error() show t_last_error. */
@@ -111,6 +113,8 @@ static int tidesdb_init(void *p) {
   hton->commit = trx_hton_commit;
   hton->rollback = trx_hton_rollback;
   hton->close_connection = trx_hton_close_connection;
+  hton->start_consistent_snapshot = trx_hton_start_consistent_snapshot;
+  hton->kill_query = trx_hton_kill_query;
   hton->show_status = show_engine_status;
   hton->table_options = g_table_options;
   if (open_database()) return 1;

@@ -74,7 +74,6 @@ static uint v_default_l1_trigger;
 static uint v_default_level_ratio;
 static uint v_default_tomb_trigger;
 static ulonglong v_default_tomb_min;
-static my_bool v_pessimistic_locking;
 
 static MYSQL_SYSVAR_ENUM(default_sync_mode, v_default_sync_mode, PLUGIN_VAR_RQCMDARG,
                          "WAL sync mode of new tables: NONE, INTERVAL or FULL (FULL: a commit is "
@@ -108,19 +107,23 @@ static MYSQL_SYSVAR_UINT(default_tombstone_density_trigger, v_default_tomb_trigg
 static MYSQL_SYSVAR_ULONGLONG(default_tombstone_density_min_entries, v_default_tomb_min, PLUGIN_VAR_RQCMDARG,
                               "Entries a file needs before its tombstone density counts", NULL, NULL,
                               2048, 0, ULLONG_MAX, 0);
-static MYSQL_SYSVAR_BOOL(pessimistic_locking, v_pessimistic_locking, PLUGIN_VAR_RQCMDARG,
-                         "Pessimistic (lock-based) write conflicts. Accepted for configuration "
-                         "compatibility: until the library has transactions, writers always lock "
-                         "the rows they change (optimistic validation at commit needs them)",
-                         NULL, NULL, FALSE);
+static MYSQL_THDVAR_BOOL(pessimistic_locking, PLUGIN_VAR_RQCMDARG,
+                         "ON: transactions lock the rows they write and read FOR UPDATE / LOCK IN "
+                         "SHARE MODE (waits end with ER_LOCK_WAIT_TIMEOUT or ER_LOCK_DEADLOCK). "
+                         "OFF: optimistic at REPEATABLE READ and SERIALIZABLE (first committer "
+                         "wins: a conflicting transaction fails with ER_LOCK_DEADLOCK, at the "
+                         "latest at COMMIT). READ COMMITTED transactions always lock. Applies to "
+                         "transactions begun afterwards",
+                         NULL, NULL, TRUE);
 static MYSQL_THDVAR_BOOL(skip_unique_check, PLUGIN_VAR_RQCMDARG,
                          "Skip duplicate-key checks on INSERT (REPLACE and INSERT ... ON DUPLICATE "
                          "KEY UPDATE still check). Unsafe: a duplicate silently overwrites",
                          NULL, NULL, FALSE);
 
 static MYSQL_THDVAR_ULONG(lock_wait_timeout, PLUGIN_VAR_RQCMDARG,
-                          "Seconds a writer waits for a row lock held by another transaction "
-                          "before giving up with ER_LOCK_WAIT_TIMEOUT",
+                          "Seconds a transaction waits for a row lock held by another transaction "
+                          "before giving up with ER_LOCK_WAIT_TIMEOUT (applies to transactions "
+                          "begun afterwards)",
                           NULL, NULL, 50, 1, 1024 * 1024 * 1024, 0);
 
 struct st_mysql_sys_var *g_sysvars[] = {
@@ -200,6 +203,8 @@ bool sysvars_skip_unique_check(THD *thd) { return THDVAR(thd, skip_unique_check)
 
 ulong sysvars_lock_wait_timeout(THD *thd) { return thd ? THDVAR(thd, lock_wait_timeout) : 50; }
 
+bool sysvars_pessimistic_locking(THD *thd) { return THDVAR(thd, pessimistic_locking); }
+
 /* ---- status variables ---- */
 
 /* Values of one SHOW STATUS call. The server reads them right after
@@ -216,7 +221,7 @@ struct StatusValues {
   ulonglong rows_read, rows_inserted, rows_updated, rows_deleted;
   ulonglong commits, rollbacks, dup_key_errors, point_reads, iterators;
   ulonglong unified_memtable_active, tables, column_families;
-  ulonglong lock_waits, lock_deadlocks, lock_wait_timeouts;
+  ulonglong conflicts, lock_deadlocks, lock_wait_timeouts, write_stalls_busy;
 };
 static thread_local StatusValues t_sv;
 
@@ -254,9 +259,10 @@ static const SHOW_VAR status_template[] = {
     SV(unified_memtable_active, SHOW_ULONGLONG),
     SV(tables, SHOW_ULONGLONG),
     SV(column_families, SHOW_ULONGLONG),
-    SV(lock_waits, SHOW_ULONGLONG),
+    SV(conflicts, SHOW_ULONGLONG),
     SV(lock_deadlocks, SHOW_ULONGLONG),
     SV(lock_wait_timeouts, SHOW_ULONGLONG),
+    SV(write_stalls_busy, SHOW_ULONGLONG),
     {NullS, NullS, SHOW_LONG}};
 #undef SV
 static const size_t N_STATUS = array_elements(status_template);
@@ -303,9 +309,10 @@ static int show_tidesdb_vars(THD *, SHOW_VAR *var, void *, struct system_status_
   v.iterators = g_counters.iterators;
   v.unified_memtable_active = g_unified_active;
   v.tables = dict_table_names().size();
-  v.lock_waits = g_lock_waits;
-  v.lock_deadlocks = g_lock_deadlocks;
-  v.lock_wait_timeouts = g_lock_timeouts;
+  v.conflicts = Trx::s_conflicts;
+  v.lock_deadlocks = Trx::s_deadlocks;
+  v.lock_wait_timeouts = Trx::s_lock_timeouts;
+  v.write_stalls_busy = Trx::s_busy;
   char **names;
   size_t count;
   if (g_db && tdb_list_cfs(g_db, &names, &count) == TDB_OK) {
@@ -374,6 +381,9 @@ bool show_engine_status(handlerton *, THD *thd, stat_print_fn *print, enum ha_st
           (ulonglong)g_counters.rows_updated, (ulonglong)g_counters.rows_deleted);
   appendf(s, "commits %llu, rollbacks %llu, duplicate-key errors %llu\n", (ulonglong)Trx::s_commits,
           (ulonglong)Trx::s_rollbacks, (ulonglong)g_counters.dup_key_errors);
+  appendf(s, "conflicts %llu, deadlocks %llu, lock wait timeouts %llu, busy %llu\n",
+          (ulonglong)Trx::s_conflicts, (ulonglong)Trx::s_deadlocks, (ulonglong)Trx::s_lock_timeouts,
+          (ulonglong)Trx::s_busy);
   std::vector<std::string> names = dict_table_names();
   appendf(s, "---- tables: %zu\n", names.size());
   size_t shown = 0;

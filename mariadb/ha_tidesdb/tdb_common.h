@@ -7,13 +7,14 @@
  *   dict.{h,cc}         data dictionary: tables -> column families, DDL
  *   key_codec.{h,cc}    memcmp-ordered key encoding of index tuples
  *   row_format.{h,cc}   row values and secondary-index values
- *   trx.{h,cc}          per-connection transaction: write overlay + commit
+ *   trx.{h,cc}          per-connection library transaction (tdb_txn_t),
+ *                       statement rollback, savepoints, txn iterators
  *   ha_tidesdb.{h,cc}   the handler: open/close/info/DDL entry points
  *   ha_tidesdb_read.cc  index and table scans, range estimates
  *   ha_tidesdb_write.cc write_row/update_row/delete_row
  *
  * Dependency direction: tidesdb.h <- key_codec, row_format <- dict <- trx
- * <- handler <- plugin. Only trx.cc knows how pending writes are held.
+ * <- handler <- plugin. Only trx.cc calls tdb_txn_*.
  */
 #ifndef TIDESQL_COMMON_H
 #define TIDESQL_COMMON_H

@@ -1,230 +1,371 @@
-/* trx: per-connection write overlay, commit, rollback, savepoints and the
- * merged iterator (see trx.h). */
+/* trx: the connection's library transaction, statement rollback,
+ * savepoints, handlerton callbacks and the transaction iterator (see
+ * trx.h). */
 #include "trx.h"
 
 #include "sysvars.h"
 
 #include <string.h>
 
+#include <algorithm>
+#include <mutex>
+
 namespace tidesql {
 
 std::atomic<ulonglong> Trx::s_commits{0};
 std::atomic<ulonglong> Trx::s_rollbacks{0};
+std::atomic<ulonglong> Trx::s_conflicts{0};
+std::atomic<ulonglong> Trx::s_deadlocks{0};
+std::atomic<ulonglong> Trx::s_lock_timeouts{0};
+std::atomic<ulonglong> Trx::s_busy{0};
 
-/* memcmp order with the shorter string first on a tie (the library's). */
-static int key_cmp(const uchar *a, size_t al, const std::string &b) {
-  size_t n = al < b.size() ? al : b.size();
-  int c = n ? memcmp(a, b.data(), n) : 0;
-  if (c) return c;
-  return al < b.size() ? -1 : (al > b.size() ? 1 : 0);
-}
+/* The internal savepoint taken at the start of every statement of a
+ * multi-statement transaction (user savepoints are named "s<n>"). */
+static const char *STMT_SP = "\x01stmt";
 
-static std::atomic<uint64_t> s_next_trx_id{1};
+/* Processlist state while a call may wait for a library row lock. */
+static const char *LOCK_WAIT_STATE = "Waiting for TidesDB row lock";
 
-Trx::Trx() : m_id(s_next_trx_id++) {}
+/* Guards Trx lifetime against kill_query from other threads (invariant 3). */
+static std::mutex g_trx_mu;
+
+static bool in_multi(THD *thd) { return thd_test_options(thd, OPTION_NOT_AUTOCOMMIT | OPTION_BEGIN); }
+
+static void sp_name(uint64_t id, char *buf, size_t n) { snprintf(buf, n, "s%llu", (unsigned long long)id); }
+
+Trx::Trx(THD *thd) : m_thd(thd) { tdb_txn_options_default(&m_opts); }
 
 Trx::~Trx() {
-  release_locks();
-  clear();
+  detach_iters();
+  for (TxnIter *it : m_iters) it->m_trx = NULL;
+  m_iters.clear();
+  tdb_txn_t *t;
+  {
+    std::lock_guard<std::mutex> g(g_trx_mu);
+    t = m_txn;
+    m_txn = NULL;
+  }
+  if (t) tdb_txn_free(t); /* rolls back if still active */
 }
 
-/* ---- row locks ---- */
+/* ---- errors ---- */
 
-int Trx::lock(tdb_cf_t *cf, const std::string &key, THD *thd, bool *acquired) {
-  std::string name = lock_name(cf, key);
-  int err = lock_acquire(m_id, name, thd, sysvars_lock_wait_timeout(thd), acquired);
-  if (!err && *acquired) m_locks.push_back(std::move(name));
+/* Library code -> handler error; deadlocks and conflicts roll the whole
+ * transaction back (the server is told so), timeouts only the statement. */
+int Trx::map_err(int rc) {
+  switch (rc) {
+    case TDB_OK:
+      return 0;
+    case TDB_ERR_NOT_FOUND:
+      return HA_ERR_KEY_NOT_FOUND;
+    case TDB_ERR_DEADLOCK:
+      s_deadlocks++;
+      map_tdb_error(rc);
+      m_thd->mark_transaction_to_rollback(true);
+      return HA_ERR_LOCK_DEADLOCK;
+    case TDB_ERR_CONFLICT:
+      s_conflicts++;
+      map_tdb_error(rc);
+      m_thd->mark_transaction_to_rollback(true);
+      return HA_ERR_LOCK_DEADLOCK;
+    case TDB_ERR_TIMEOUT:
+      s_lock_timeouts++;
+      map_tdb_error(rc);
+      return HA_ERR_LOCK_WAIT_TIMEOUT;
+    case TDB_ERR_ABORTED:
+      map_tdb_error(rc);
+      return HA_ERR_ABORTED_BY_USER;
+    case TDB_ERR_BUSY:
+      s_busy++;
+      return map_tdb_error(rc);
+    default:
+      return map_tdb_error(rc);
+  }
+}
+
+/* ---- lifecycle ---- */
+
+int Trx::begin() {
+  if (m_active) return 0;
+  if (!g_db) return HA_ERR_INTERNAL_ERROR;
+  tdb_txn_options_t o;
+  tdb_txn_options_default(&o);
+  int iso = thd_tx_isolation(m_thd);
+  if (iso <= ISO_READ_COMMITTED)
+    o.isolation = TDB_ISO_READ_COMMITTED;
+  else if (iso == ISO_REPEATABLE_READ)
+    o.isolation = TDB_ISO_SNAPSHOT;
+  else
+    o.isolation = TDB_ISO_SERIALIZABLE;
+  /* The library's READ COMMITTED validates nothing at commit: locks are
+   * what keeps its writers correct. */
+  o.pessimistic = (sysvars_pessimistic_locking(m_thd) || o.isolation == TDB_ISO_READ_COMMITTED) ? 1 : 0;
+  o.lock_timeout_ms = (int64_t)sysvars_lock_wait_timeout(m_thd) * 1000;
+  detach_iters();
+  int rc;
+  if (m_txn) {
+    rc = tdb_txn_reset(m_txn, &o);
+  } else {
+    tdb_txn_t *t = NULL;
+    rc = tdb_txn_begin(g_db, &o, &t);
+    if (rc == TDB_OK) {
+      std::lock_guard<std::mutex> g(g_trx_mu);
+      m_txn = t;
+    }
+  }
+  if (rc != TDB_OK) return map_err(rc);
+  m_opts = o;
+  m_active = true;
+  m_nwrites = 0;
+  m_next_sp = 1;
+  m_tables.clear();
+  m_stmt_tables.clear();
+  m_sp_tables.clear();
+  m_stmt_sp = false;
+  return 0;
+}
+
+int Trx::stmt_begin(bool multi) {
+  int err = begin();
+  if (err) return err;
+  m_multi = multi;
+  m_stmt_active = true;
+  m_stmt_tables.clear();
+  m_stmt_sp = false;
+  if (multi) {
+    int rc = tdb_txn_savepoint(m_txn, STMT_SP);
+    if (rc != TDB_OK) return map_err(rc);
+    m_stmt_sp = true;
+  }
+  return 0;
+}
+
+void Trx::fold_stmt() {
+  for (auto &kv : m_stmt_tables) {
+    Touched &t = m_tables[kv.first];
+    if (!t.def) t.def = kv.second.def;
+    t.delta += kv.second.delta;
+  }
+  m_stmt_tables.clear();
+}
+
+void Trx::stmt_end() {
+  fold_stmt();
+  m_stmt_active = false;
+}
+
+int Trx::stmt_rollback() {
+  detach_iters();
+  int err = 0;
+  if (m_active && m_stmt_sp) {
+    int rc = tdb_txn_rollback_to_savepoint(m_txn, STMT_SP);
+    /* NOT_FOUND: a ROLLBACK TO an older savepoint already removed it. */
+    if (rc != TDB_OK && rc != TDB_ERR_NOT_FOUND) err = map_err(rc);
+  }
+  m_stmt_tables.clear();
+  m_stmt_active = false;
+  m_stmt_sp = false;
   return err;
 }
 
-void Trx::unlock(tdb_cf_t *cf, const std::string &key) {
-  std::string name = lock_name(cf, key);
-  for (size_t i = m_locks.size(); i-- > 0;) {
-    if (m_locks[i] == name) {
-      lock_release(m_id, name);
-      m_locks.erase(m_locks.begin() + (long)i);
-      return;
-    }
-  }
-}
-
-void Trx::release_locks() {
-  for (const std::string &n : m_locks) lock_release(m_id, n);
-  m_locks.clear();
-}
-
-/* Drop every pending write and counter. */
-void Trx::clear() {
-  /* Keep the per-family maps (open MergedIters point at them), empty. */
-  for (auto &cfm : m_ov) cfm.second.clear();
-  m_tables.clear();
-  m_undo.clear();
-  m_stmt_undo = 0;
+void Trx::finish() {
+  m_active = false;
+  m_stmt_active = false;
+  m_stmt_sp = false;
   m_nwrites = 0;
-  m_stmt_active = false;
-  m_generation++;
+  m_tables.clear();
+  m_stmt_tables.clear();
+  m_sp_tables.clear();
 }
 
-/* ---- statements ---- */
-
-void Trx::stmt_begin(bool multi) {
-  m_multi = multi;
-  m_stmt_active = true;
-  m_stmt_undo = m_undo.size();
-}
-
-void Trx::stmt_end() { m_stmt_active = false; }
-
-void Trx::stmt_rollback() {
-  rollback_to(m_stmt_undo);
-  m_stmt_active = false;
-}
-
-/* Undo overlay changes and row-count changes back to undo position pos. */
-void Trx::rollback_to(uint64_t pos) {
-  while (m_undo.size() > pos) {
-    Undo &u = m_undo.back();
-    if (!u.cf) {
-      auto it = m_tables.find(u.def);
-      if (it != m_tables.end()) it->second.delta -= u.delta;
-    } else {
-      OvMap &m = m_ov[u.cf];
-      if (u.existed)
-        m[u.key] = u.prev;
-      else
-        m.erase(u.key);
-    }
-    m_undo.pop_back();
+/* Row counts as they are once the commit landed; persisted lazily. */
+void Trx::apply_counters() {
+  for (auto &kv : m_tables) {
+    TableDef *def = kv.second.def.get();
+    if (def->obsolete) continue;
+    def->rows += kv.second.delta;
+    dict_counters_changed(def);
   }
-  if (m_stmt_undo > pos) m_stmt_undo = pos;
-  m_generation++;
 }
 
-/* ---- writes ---- */
+int Trx::commit() {
+  detach_iters();
+  fold_stmt();
+  int err = 0;
+  if (m_active) {
+    bool wrote = m_nwrites != 0;
+    int rc = tdb_txn_commit(m_txn);
+    if (rc == TDB_OK) {
+      apply_counters();
+      s_commits++;
+    } else {
+      if (rc == TDB_ERR_CONFLICT) {
+        s_conflicts++;
+        map_tdb_error(rc);
+        err = HA_ERR_LOCK_DEADLOCK;
+      } else {
+        err = map_err(rc);
+      }
+      if (wrote) s_rollbacks++;
+    }
+  }
+  finish();
+  return err;
+}
 
-/* Remember the overlay state of key before a change (multi-statement
- * transactions only: an autocommit statement is undone by clear()). */
-void Trx::record_undo(tdb_cf_t *cf, OvMap &m, const std::string &key) {
-  if (!m_multi) return;
-  Undo u;
-  u.cf = cf;
-  u.key = key;
-  u.def = NULL;
-  u.delta = 0;
-  auto it = m.find(key);
-  u.existed = it != m.end();
-  if (u.existed) u.prev = it->second;
-  m_undo.push_back(std::move(u));
+void Trx::rollback() {
+  detach_iters();
+  if (m_active) {
+    if (m_nwrites) s_rollbacks++;
+    tdb_txn_rollback(m_txn);
+  }
+  finish();
+}
+
+int Trx::bulk_commit() {
+  int err = commit();
+  if (err) return err;
+  /* The statement goes on in a new library transaction. */
+  if ((err = begin())) return err;
+  m_stmt_active = true;
+  return 0;
+}
+
+/* ---- savepoints ---- */
+
+int Trx::savepoint_set(uint64_t *id) {
+  int err = begin();
+  if (err) return err;
+  *id = m_next_sp++;
+  char name[32];
+  sp_name(*id, name, sizeof name);
+  int rc = tdb_txn_savepoint(m_txn, name);
+  if (rc != TDB_OK) return map_err(rc);
+  fold_stmt();
+  m_sp_tables[*id] = m_tables;
+  return 0;
+}
+
+int Trx::savepoint_rollback(uint64_t id) {
+  if (!m_active) return 0;
+  detach_iters();
+  char name[32];
+  sp_name(id, name, sizeof name);
+  int rc = tdb_txn_rollback_to_savepoint(m_txn, name);
+  if (rc != TDB_OK) return map_err(rc);
+  auto it = m_sp_tables.find(id);
+  if (it != m_sp_tables.end()) {
+    m_tables = it->second;
+    m_sp_tables.erase(m_sp_tables.upper_bound(id), m_sp_tables.end());
+  }
+  m_stmt_tables.clear();
+  m_stmt_sp = false; /* later savepoints (the statement's) are gone */
+  return 0;
+}
+
+int Trx::savepoint_release(uint64_t id) {
+  if (!m_active) return 0;
+  char name[32];
+  sp_name(id, name, sizeof name);
+  int rc = tdb_txn_release_savepoint(m_txn, name);
+  if (rc != TDB_OK && rc != TDB_ERR_NOT_FOUND) return map_err(rc);
+  m_sp_tables.erase(m_sp_tables.lower_bound(id), m_sp_tables.end());
+  m_stmt_sp = false;
+  return 0;
+}
+
+/* ---- reads and writes ---- */
+
+/* Run op (a library call that may wait for a row lock): a cancel left
+ * over from a KILL QUERY of an earlier statement (the library keeps one
+ * pending) is consumed by retrying. */
+template <typename F>
+static int lock_call(Trx *trx, bool may_wait, F op) {
+  const char *old = NULL;
+  THD *thd = trx->thd();
+  if (may_wait) old = thd_proc_info(thd, LOCK_WAIT_STATE);
+  int rc;
+  for (int tries = 0;; tries++) {
+    rc = op();
+    if (rc != TDB_ERR_ABORTED || thd_killed(thd) || tries >= 3) break;
+  }
+  if (may_wait) thd_proc_info(thd, old);
+  return rc;
 }
 
 int Trx::put(tdb_cf_t *cf, const std::string &key, const uchar *val, size_t vlen) {
-  if (key.empty() || key.size() > TDB_MAX_KEY_SIZE) return HA_ERR_TO_BIG_ROW;
-  if (vlen > TDB_MAX_VALUE_SIZE) return HA_ERR_TO_BIG_ROW;
-  OvMap &m = m_ov[cf];
-  record_undo(cf, m, key);
-  OvEntry &e = m[key];
-  e.deleted = false;
-  e.value.assign((const char *)val, vlen);
+  if (key.empty() || key.size() > TDB_MAX_KEY_SIZE || vlen > TDB_MAX_VALUE_SIZE) return HA_ERR_TO_BIG_ROW;
+  int err = begin();
+  if (err) return err;
+  int rc = lock_call(this, pessimistic(), [&] { return tdb_txn_put(m_txn, cf, key.data(), key.size(), val, vlen, 0); });
+  if (rc != TDB_OK) return map_err(rc);
   m_nwrites++;
   return 0;
 }
 
 int Trx::del(tdb_cf_t *cf, const std::string &key) {
-  OvMap &m = m_ov[cf];
-  record_undo(cf, m, key);
-  OvEntry &e = m[key];
-  e.deleted = true;
-  e.value.clear();
+  int err = begin();
+  if (err) return err;
+  int rc = lock_call(this, pessimistic(), [&] { return tdb_txn_delete(m_txn, cf, key.data(), key.size()); });
+  if (rc != TDB_OK) return map_err(rc);
   m_nwrites++;
   return 0;
 }
 
-int Trx::get(tdb_cf_t *cf, const uchar *key, size_t klen, std::string *val, const tdb_snapshot_t *snap) {
-  auto mi = m_ov.find(cf);
-  if (mi != m_ov.end()) {
-    auto it = mi->second.find(std::string((const char *)key, klen));
-    if (it != mi->second.end()) {
-      if (it->second.deleted) return HA_ERR_KEY_NOT_FOUND;
-      if (val) *val = it->second.value;
-      return 0;
-    }
-  }
-  void *v;
-  size_t vl;
-  int rc = tdb_get(g_db, cf, snap, key, klen, &v, &vl);
-  if (rc == TDB_ERR_NOT_FOUND) return HA_ERR_KEY_NOT_FOUND;
-  if (rc != TDB_OK) return map_tdb_error(rc);
+int Trx::get(tdb_cf_t *cf, const uchar *key, size_t klen, std::string *val) {
+  int err = begin();
+  if (err) return err;
+  void *v = NULL;
+  size_t vl = 0;
+  /* SERIALIZABLE pessimistic reads take shared locks. */
+  bool may_wait = pessimistic() && isolation() == TDB_ISO_SERIALIZABLE;
+  int rc = lock_call(this, may_wait, [&] { return tdb_txn_get(m_txn, cf, key, klen, &v, &vl); });
+  if (rc != TDB_OK) return map_err(rc);
+  if (val) val->assign((const char *)v, vl);
+  tdb_free(v);
+  return 0;
+}
+
+int Trx::get_for_update(tdb_cf_t *cf, const uchar *key, size_t klen, bool exclusive, std::string *val) {
+  int err = begin();
+  if (err) return err;
+  void *v = NULL;
+  size_t vl = 0;
+  int rc = lock_call(this, pessimistic(),
+                     [&] { return tdb_txn_get_for_update(m_txn, cf, key, klen, exclusive ? 1 : 0, &v, &vl); });
+  if (rc != TDB_OK) return map_err(rc);
   if (val) val->assign((const char *)v, vl);
   tdb_free(v);
   return 0;
 }
 
 void Trx::add_rows(const TableDefPtr &def, int64_t delta) {
-  Touched &t = m_tables[def.get()];
+  Touched &t = m_stmt_tables[def.get()];
   if (!t.def) t.def = def;
   t.delta += delta;
-  if (m_multi) {
-    Undo u;
-    u.cf = NULL;
-    u.existed = false;
-    u.def = def.get();
-    u.delta = delta;
-    m_undo.push_back(std::move(u));
-  }
 }
 
 void Trx::touch_table(const TableDefPtr &def) {
-  Touched &t = m_tables[def.get()];
+  Touched &t = m_stmt_tables[def.get()];
   if (!t.def) t.def = def;
 }
 
-/* ---- commit / rollback ---- */
+/* ---- iterators ---- */
 
-/* Apply the overlay as one atomic batch, then the counters. */
-int Trx::commit() {
-  int err = 0;
-  if (m_nwrites) {
-    tdb_batch_t *b;
-    if (tdb_batch_create(&b) != TDB_OK) {
-      clear();
-      return HA_ERR_OUT_OF_MEM;
-    }
-    int rc = TDB_OK;
-    for (auto &cfm : m_ov) {
-      for (auto &kv : cfm.second) {
-        if (kv.second.deleted)
-          rc = tdb_batch_delete(b, cfm.first, kv.first.data(), kv.first.size());
-        else
-          rc = tdb_batch_put(b, cfm.first, kv.first.data(), kv.first.size(), kv.second.value.data(),
-                             kv.second.value.size(), 0);
-        if (rc != TDB_OK) break;
-      }
-      if (rc != TDB_OK) break;
-    }
-    /* Row counts as they will be once this batch lands. */
-    for (auto &t : m_tables) {
-      if (rc != TDB_OK) break;
-      if (t.second.def->obsolete) continue;
-      t.second.def->rows += t.second.delta;
-      t.second.delta = 0;
-      if ((err = dict_put_counters(b, t.second.def.get()))) break;
-    }
-    if (rc == TDB_OK && !err) rc = tdb_write(g_db, b);
-    if (rc != TDB_OK && !err) err = map_tdb_error(rc);
-    if (err) /* the rows did not land: take the counts back */
-      for (auto &t : m_tables) t.second.def->rows -= t.second.delta;
-    tdb_batch_destroy(b);
-  }
-  s_commits++;
-  clear();
-  release_locks();
-  return err;
+void Trx::attach(TxnIter *it) { m_iters.push_back(it); }
+
+void Trx::detach(TxnIter *it) {
+  auto p = std::find(m_iters.begin(), m_iters.end(), it);
+  if (p != m_iters.end()) m_iters.erase(p);
 }
 
-void Trx::rollback() {
-  if (m_nwrites) s_rollbacks++;
-  clear();
-  release_locks();
+void Trx::detach_iters() {
+  for (TxnIter *it : m_iters) it->suspend();
+}
+
+void Trx::cancel_wait() {
+  std::lock_guard<std::mutex> g(g_trx_mu);
+  if (m_txn) tdb_txn_cancel_wait(m_txn);
 }
 
 /* ---- THD binding and handlerton callbacks ---- */
@@ -232,27 +373,41 @@ void Trx::rollback() {
 Trx *trx_get(THD *thd) {
   Trx *trx = (Trx *)thd_get_ha_data(thd, g_hton);
   if (!trx) {
-    trx = new Trx();
+    trx = new Trx(thd);
+    std::lock_guard<std::mutex> g(g_trx_mu);
     thd_set_ha_data(thd, g_hton, trx);
   }
   return trx;
 }
 
-static bool in_multi(THD *thd) { return thd_test_options(thd, OPTION_NOT_AUTOCOMMIT | OPTION_BEGIN); }
-
-void trx_register(THD *thd, Trx *trx) {
+int trx_register(THD *thd, Trx *trx) {
   bool multi = in_multi(thd);
-  if (!trx->stmt_active()) trx->stmt_begin(multi);
+  if (!trx->stmt_active() || !trx->active()) {
+    int err = trx->stmt_begin(multi);
+    if (err) return err;
+  }
   trans_register_ha(thd, false, g_hton, 0);
   if (multi) trans_register_ha(thd, true, g_hton, 0);
+  return 0;
 }
 
 int trx_hton_commit(handlerton *, THD *thd, bool all) {
   Trx *trx = (Trx *)thd_get_ha_data(thd, g_hton);
   if (!trx) return 0;
-  if (all || !in_multi(thd)) return trx->commit();
-  trx->stmt_end();
-  return 0;
+  if (!all && in_multi(thd)) {
+    trx->stmt_end();
+    return 0;
+  }
+  int err = trx->commit();
+  if (err == HA_ERR_LOCK_DEADLOCK) {
+    /* First committer wins: report as a deadlock, as InnoDB and MyRocks
+     * do, so clients retry the transaction. */
+    my_error(ER_LOCK_DEADLOCK, MYF(0));
+  } else if (err) {
+    my_printf_error(ER_ERROR_DURING_COMMIT, "TidesDB: commit failed (transaction rolled back): %s", MYF(0),
+                    last_error_detail().c_str());
+  }
+  return err;
 }
 
 int trx_hton_rollback(handlerton *, THD *thd, bool all) {
@@ -269,242 +424,200 @@ int trx_hton_close_connection(handlerton *, THD *thd) {
   Trx *trx = (Trx *)thd_get_ha_data(thd, g_hton);
   if (trx) {
     trx->rollback();
+    {
+      std::lock_guard<std::mutex> g(g_trx_mu);
+      thd_set_ha_data(thd, g_hton, NULL);
+    }
     delete trx;
-    thd_set_ha_data(thd, g_hton, NULL);
   }
   return 0;
 }
 
 int trx_hton_savepoint_set(handlerton *, THD *thd, void *sv) {
-  Trx *trx = trx_get(thd);
-  uint64_t pos = trx->savepoint();
-  memcpy(sv, &pos, sizeof pos);
-  return 0;
+  uint64_t id = 0;
+  int err = trx_get(thd)->savepoint_set(&id);
+  memcpy(sv, &id, sizeof id);
+  return err;
 }
 
 int trx_hton_savepoint_rollback(handlerton *, THD *thd, void *sv) {
+  uint64_t id;
+  memcpy(&id, sv, sizeof id);
+  return trx_get(thd)->savepoint_rollback(id);
+}
+
+int trx_hton_savepoint_release(handlerton *, THD *thd, void *sv) {
+  uint64_t id;
+  memcpy(&id, sv, sizeof id);
+  return trx_get(thd)->savepoint_release(id);
+}
+
+/* START TRANSACTION WITH CONSISTENT SNAPSHOT: begin now, so the snapshot
+ * (REPEATABLE READ / SERIALIZABLE) is taken at this point. */
+int trx_hton_start_consistent_snapshot(handlerton *, THD *thd) {
   Trx *trx = trx_get(thd);
-  uint64_t pos;
-  memcpy(&pos, sv, sizeof pos);
-  trx->rollback_to(pos);
+  int err = trx->begin();
+  if (err) return err;
+  trans_register_ha(thd, true, g_hton, 0);
   return 0;
 }
 
-int trx_hton_savepoint_release(handlerton *, THD *, void *) { return 0; }
+/* KILL [QUERY] from another thread: wake the victim's lock wait. */
+void trx_hton_kill_query(handlerton *, THD *thd, enum thd_kill_levels) {
+  std::lock_guard<std::mutex> g(g_trx_mu);
+  Trx *trx = (Trx *)thd_get_ha_data(thd, g_hton);
+  if (trx && trx->txn()) tdb_txn_cancel_wait(trx->txn());
+}
 
-/* ---- MergedIter ---- */
+/* ---- TxnIter ---- */
 
-int MergedIter::open(tdb_cf_t *cf, Trx *trx, const tdb_snapshot_t *snap) {
+/* memcmp order with the shorter string first on a tie (the library's). */
+static int key_cmp(const uchar *a, size_t al, const std::string &b) {
+  size_t n = al < b.size() ? al : b.size();
+  int c = n ? memcmp(a, b.data(), n) : 0;
+  if (c) return c;
+  return al < b.size() ? -1 : (al > b.size() ? 1 : 0);
+}
+
+int TxnIter::open(Trx *trx, tdb_cf_t *cf) {
   close();
-  int rc = tdb_iter_create(g_db, cf, snap, &m_base);
+  int err = trx->begin();
+  if (err) return err;
+  int rc = tdb_txn_iter_create(trx->txn(), cf, &m_it);
   if (rc != TDB_OK) {
-    m_base = NULL;
+    m_it = NULL;
     return map_tdb_error(rc);
   }
-  m_cf = cf;
   m_trx = trx;
-  m_ov = trx ? &trx->overlay(cf) : NULL;
-  m_gen = trx ? trx->generation() : 0;
+  m_cf = cf;
   m_valid = false;
+  m_suspended = false;
+  m_status = TDB_OK;
+  trx->attach(this);
   return 0;
 }
 
-void MergedIter::close() {
-  if (m_base) tdb_iter_destroy(m_base);
-  m_base = NULL;
-  m_ov = NULL;
+void TxnIter::close() {
+  if (m_it) tdb_iter_destroy(m_it);
+  m_it = NULL;
+  if (m_trx) m_trx->detach(this);
   m_trx = NULL;
   m_valid = false;
+  m_suspended = false;
 }
 
-bool MergedIter::base_valid() const { return tdb_iter_valid(m_base) != 0; }
-
-int MergedIter::status() const { return m_base ? tdb_iter_status(m_base) : TDB_OK; }
-
-/* Pick the smallest of both sides; overlay wins ties, tombstones hide. */
-void MergedIter::resolve_fwd() {
-  m_dir = 1;
-  for (;;) {
-    bool bv = base_valid();
-    bool ov = m_ov && m_oi != m_ov->end();
-    if (!bv && !ov) {
-      m_valid = false;
-      return;
-    }
-    int c = 1; /* <0: base first, 0: same key, >0: overlay first */
-    if (bv && ov) {
-      size_t kl;
-      const uchar *k = (const uchar *)tdb_iter_key(m_base, &kl);
-      c = key_cmp(k, kl, m_oi->first);
-    } else if (bv) {
-      c = -1;
-    }
-    if (c < 0) {
-      size_t kl;
-      const uchar *k = (const uchar *)tdb_iter_key(m_base, &kl);
-      m_cur.assign((const char *)k, kl);
-      m_cur_ov = false;
-      m_valid = true;
-      return;
-    }
-    if (c == 0) tdb_iter_next(m_base); /* shadowed by the overlay */
-    if (m_oi->second.deleted) {
-      ++m_oi;
-      continue;
-    }
-    m_cur = m_oi->first;
-    m_cur_ov = true;
-    m_valid = true;
-    return;
-  }
-}
-
-/* Pick the largest of both sides; overlay wins ties, tombstones hide. */
-void MergedIter::resolve_bwd() {
-  m_dir = -1;
-  for (;;) {
-    bool bv = base_valid();
-    bool ov = m_ov && m_oi_valid;
-    if (!bv && !ov) {
-      m_valid = false;
-      return;
-    }
-    int c = -1; /* >0: base first, 0: same key, <0: overlay first */
-    if (bv && ov) {
-      size_t kl;
-      const uchar *k = (const uchar *)tdb_iter_key(m_base, &kl);
-      c = key_cmp(k, kl, m_oi->first);
-    } else if (bv) {
-      c = 1;
-    }
-    if (c > 0) {
-      size_t kl;
-      const uchar *k = (const uchar *)tdb_iter_key(m_base, &kl);
-      m_cur.assign((const char *)k, kl);
-      m_cur_ov = false;
-      m_valid = true;
-      return;
-    }
-    if (c == 0) tdb_iter_prev(m_base);
-    if (m_oi->second.deleted) {
-      if (m_oi == m_ov->begin())
-        m_oi_valid = false;
-      else
-        --m_oi;
-      continue;
-    }
-    m_cur = m_oi->first;
-    m_cur_ov = true;
-    m_valid = true;
-    return;
-  }
-}
-
-void MergedIter::seek(const uchar *k, size_t kl) {
-  if (m_trx) m_gen = m_trx->generation();
-  tdb_iter_seek(m_base, k, kl);
-  if (m_ov) m_oi = m_ov->lower_bound(std::string((const char *)k, kl));
-  resolve_fwd();
-}
-
-void MergedIter::seek_for_prev(const uchar *k, size_t kl) {
-  if (m_trx) m_gen = m_trx->generation();
-  tdb_iter_seek_for_prev(m_base, k, kl);
-  if (m_ov) {
-    m_oi = m_ov->upper_bound(std::string((const char *)k, kl));
-    m_oi_valid = m_oi != m_ov->begin();
-    if (m_oi_valid) --m_oi;
-  }
-  resolve_bwd();
-}
-
-void MergedIter::seek_to_first() {
-  if (m_trx) m_gen = m_trx->generation();
-  tdb_iter_seek_to_first(m_base);
-  if (m_ov) m_oi = m_ov->begin();
-  resolve_fwd();
-}
-
-void MergedIter::seek_to_last() {
-  if (m_trx) m_gen = m_trx->generation();
-  tdb_iter_seek_to_last(m_base);
-  if (m_ov) {
-    m_oi_valid = !m_ov->empty();
-    if (m_oi_valid) m_oi = std::prev(m_ov->end());
-  }
-  resolve_bwd();
-}
-
-/* Both sides at the first entries > k. */
-void MergedIter::reposition_after(const std::string &k) {
-  if (m_trx) m_gen = m_trx->generation();
-  tdb_iter_seek(m_base, k.data(), k.size());
-  if (base_valid()) {
+void TxnIter::suspend() {
+  if (!m_it) return;
+  if (m_valid) {
     size_t kl;
-    const uchar *bk = (const uchar *)tdb_iter_key(m_base, &kl);
-    if (key_cmp(bk, kl, k) == 0) tdb_iter_next(m_base);
+    const char *k = (const char *)tdb_iter_key(m_it, &kl);
+    m_cur.assign(k, kl);
   }
-  if (m_ov) m_oi = m_ov->upper_bound(k);
-  resolve_fwd();
+  tdb_iter_destroy(m_it);
+  m_it = NULL;
+  m_suspended = true;
 }
 
-/* Both sides at the last entries < k. */
-void MergedIter::reposition_before(const std::string &k) {
-  if (m_trx) m_gen = m_trx->generation();
-  tdb_iter_seek_for_prev(m_base, k.data(), k.size());
-  if (base_valid()) {
-    size_t kl;
-    const uchar *bk = (const uchar *)tdb_iter_key(m_base, &kl);
-    if (key_cmp(bk, kl, k) == 0) tdb_iter_prev(m_base);
+bool TxnIter::resume() {
+  if (m_it) return true;
+  if (!m_trx) {
+    m_valid = false;
+    m_status = TDB_ERR_INVALID_ARG;
+    return false;
   }
-  if (m_ov) {
-    m_oi = m_ov->lower_bound(k);
-    m_oi_valid = m_oi != m_ov->begin();
-    if (m_oi_valid) --m_oi;
+  int rc = TDB_OK;
+  if (m_trx->begin()) rc = TDB_ERR_INVALID_ARG;
+  if (rc == TDB_OK) rc = tdb_txn_iter_create(m_trx->txn(), m_cf, &m_it);
+  if (rc != TDB_OK) {
+    m_it = NULL;
+    m_valid = false;
+    m_status = rc;
+    return false;
   }
-  resolve_bwd();
+  m_suspended = false;
+  return true;
 }
 
-void MergedIter::next() {
+void TxnIter::settle() {
+  m_valid = tdb_iter_valid(m_it) != 0;
+  m_status = m_valid ? TDB_OK : tdb_iter_status(m_it);
+}
+
+void TxnIter::seek(const uchar *k, size_t kl) {
+  if (!resume()) return;
+  tdb_iter_seek(m_it, k, kl);
+  settle();
+}
+
+void TxnIter::seek_for_prev(const uchar *k, size_t kl) {
+  if (!resume()) return;
+  tdb_iter_seek_for_prev(m_it, k, kl);
+  settle();
+}
+
+void TxnIter::seek_to_first() {
+  if (!resume()) return;
+  tdb_iter_seek_to_first(m_it);
+  settle();
+}
+
+void TxnIter::seek_to_last() {
+  if (!resume()) return;
+  tdb_iter_seek_to_last(m_it);
+  settle();
+}
+
+void TxnIter::next() {
   if (!m_valid) return;
-  if (m_dir != 1 || (m_trx && m_trx->generation() != m_gen)) {
-    reposition_after(m_cur);
+  if (m_suspended) {
+    /* Re-attach after a commit or rollback: first key > the old one. */
+    std::string k = m_cur;
+    if (!resume()) return;
+    tdb_iter_seek(m_it, k.data(), k.size());
+    if (tdb_iter_valid(m_it)) {
+      size_t kl;
+      const uchar *cur = (const uchar *)tdb_iter_key(m_it, &kl);
+      if (key_cmp(cur, kl, k) == 0) tdb_iter_next(m_it);
+    }
+    settle();
     return;
   }
-  /* A base-side current entry is where the base iterator sits; after an
-   * overlay-side one the base iterator is already past it. The overlay
-   * side is re-found by key: entries may have been added meanwhile. */
-  if (!m_cur_ov) tdb_iter_next(m_base);
-  if (m_ov) m_oi = m_ov->upper_bound(m_cur);
-  resolve_fwd();
+  tdb_iter_next(m_it);
+  settle();
 }
 
-void MergedIter::prev() {
+void TxnIter::prev() {
   if (!m_valid) return;
-  if (m_dir != -1 || (m_trx && m_trx->generation() != m_gen)) {
-    reposition_before(m_cur);
+  if (m_suspended) {
+    std::string k = m_cur;
+    if (!resume()) return;
+    tdb_iter_seek_for_prev(m_it, k.data(), k.size());
+    if (tdb_iter_valid(m_it)) {
+      size_t kl;
+      const uchar *cur = (const uchar *)tdb_iter_key(m_it, &kl);
+      if (key_cmp(cur, kl, k) == 0) tdb_iter_prev(m_it);
+    }
+    settle();
     return;
   }
-  if (!m_cur_ov) tdb_iter_prev(m_base);
-  if (m_ov) {
-    m_oi = m_ov->lower_bound(m_cur);
-    m_oi_valid = m_oi != m_ov->begin();
-    if (m_oi_valid) --m_oi;
-  }
-  resolve_bwd();
+  tdb_iter_prev(m_it);
+  settle();
 }
 
-const uchar *MergedIter::key(size_t *len) const {
-  *len = m_cur.size();
-  return (const uchar *)m_cur.data();
+const uchar *TxnIter::key(size_t *len) const {
+  if (m_suspended) {
+    *len = m_cur.size();
+    return (const uchar *)m_cur.data();
+  }
+  return (const uchar *)tdb_iter_key(m_it, len);
 }
 
-const uchar *MergedIter::value(size_t *len) const {
-  if (m_cur_ov) {
-    *len = m_oi->second.value.size();
-    return (const uchar *)m_oi->second.value.data();
+const uchar *TxnIter::value(size_t *len) const {
+  if (m_suspended) { /* not reached by the handler: it moves first */
+    *len = 0;
+    return (const uchar *)"";
   }
-  return (const uchar *)tdb_iter_value(m_base, len);
+  return (const uchar *)tdb_iter_value(m_it, len);
 }
 
 }  // namespace tidesql

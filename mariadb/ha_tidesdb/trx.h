@@ -1,40 +1,46 @@
 /*
- * trx: the per-connection transaction of the engine.
+ * trx: the per-connection transaction of the engine, on top of one library
+ * transaction (tdb_txn_t) per MariaDB transaction.
  *
- * Until the library offers transactions, a transaction is an ordered
- * write overlay: for every column family it wrote, a std::map from the
- * encoded key to the pending value or tombstone. Reads go through the
- * overlay first (Trx::get, MergedIter), so a connection sees its own
- * uncommitted writes. COMMIT turns the overlay into one tdb_batch_t (plus
- * the touched tables' counters, dict.h) and applies it with tdb_write:
- * atomic across tables and indexes, durable per the strictest sync mode of
- * the families it touches.
- *
- * Statement rollback and savepoints use an undo log of overlay changes
- * (kept only inside multi-statement transactions; an autocommit statement
- * rolls back by discarding everything).
+ * Mapping (MariaDB -> library):
+ *  - isolation: READ UNCOMMITTED / READ COMMITTED -> TDB_ISO_READ_COMMITTED,
+ *    REPEATABLE READ -> TDB_ISO_SNAPSHOT (first committer wins),
+ *    SERIALIZABLE -> TDB_ISO_SERIALIZABLE;
+ *  - tidesdb_pessimistic_locking ON: pessimistic library transaction (row
+ *    locks on every written key and on locking reads, deadlock detection,
+ *    lock wait timeout = tidesdb_lock_wait_timeout). OFF: optimistic, the
+ *    commit validates (TDB_ERR_CONFLICT). The library's READ COMMITTED has
+ *    no commit-time check, so a READ COMMITTED transaction is always
+ *    pessimistic (without locks concurrent writers would lose updates and
+ *    leave stale index entries);
+ *  - the statement: in a multi-statement transaction every statement starts
+ *    with the internal savepoint STMT_SP; statement rollback rolls back to
+ *    it (undoing the statement's writes and releasing its locks);
+ *  - SAVEPOINT / ROLLBACK TO / RELEASE: library savepoints named "s<n>";
+ *  - START TRANSACTION WITH CONSISTENT SNAPSHOT begins at once, otherwise
+ *    the library transaction begins at the first statement using a
+ *    TidesDB table (so its snapshot is taken then).
  *
  * Invariants
- *  1. Nothing reaches the database before commit(); rollback() only drops
- *     memory.
- *  2. The overlay holds the final state per key; the order of operations
- *     inside the transaction does not matter at commit.
- *  3. generation() changes whenever overlay entries are removed (rollback,
- *     commit, statement undo); MergedIter then re-positions itself.
- *  4. A Trx belongs to one THD and is used only by that THD's thread.
- *
- * Isolation without library transactions: plain reads see a snapshot
- * taken per statement plus the transaction's own writes (READ COMMITTED);
- * writers lock the rows they change until commit (lock.h) and read the
- * latest committed version of a locked row (locking reads), so concurrent
- * writers of one row are serialized, as with InnoDB at READ COMMITTED.
- * Swapping in library transactions later changes this file and trx.cc only.
+ *  1. Nothing reaches the database before commit(); a statement of any size
+ *     is atomic (no intermediate commits), except ALTER TABLE's copy
+ *     (server transactions off), which commits every BULK_COMMIT_WRITES.
+ *  2. Library iterators of the transaction are TxnIters registered here;
+ *     before commit, rollback or a savepoint rollback they are detached
+ *     (library iterator destroyed, position kept) and re-attach lazily at
+ *     their next move, re-positioned after/before the key they were on.
+ *  3. m_txn is only freed in the destructor, under g_trx_mu, so
+ *     kill_query (another thread) can call tdb_txn_cancel_wait safely.
+ *  4. Row-count deltas of the running statement are kept apart and folded
+ *     into the transaction's at statement end; savepoints copy the
+ *     transaction's deltas. They are applied to TableDef::rows at commit.
+ *  5. A Trx belongs to one THD and is used only by that THD's thread
+ *     (except cancel_wait()).
  */
 #ifndef TIDESQL_TRX_H
 #define TIDESQL_TRX_H
 
 #include "dict.h"
-#include "lock.h"
 
 #include <map>
 #include <unordered_map>
@@ -42,89 +48,100 @@
 
 namespace tidesql {
 
-struct OvEntry {
-  bool deleted;
-  std::string value;
-};
-typedef std::map<std::string, OvEntry> OvMap;
+class TxnIter;
+
+/* Row lock mode of a read. */
+enum RowLock { ROW_LOCK_NONE = 0, ROW_LOCK_SHARED = 1, ROW_LOCK_EXCLUSIVE = 2 };
 
 class Trx {
  public:
-  Trx();
+  explicit Trx(THD *thd);
   ~Trx();
-  uint64_t id() const { return m_id; }
 
-  /* Row locks (held until commit/rollback). */
-  int lock(tdb_cf_t *cf, const std::string &key, THD *thd, bool *acquired);
-  void unlock(tdb_cf_t *cf, const std::string &key);
+  /* Begin the library transaction if none is running (options from the
+   * THD: isolation, tidesdb_pessimistic_locking, lock wait timeout). */
+  int begin();
+  bool active() const { return m_active; }
+  bool pessimistic() const { return m_opts.pessimistic != 0; }
+  int isolation() const { return m_opts.isolation; }
 
-  /* Statement boundaries (called from external_lock/start_stmt and the
-   * handlerton). multi = inside BEGIN ... COMMIT or autocommit=0. */
-  void stmt_begin(bool multi);
+  /* Statement boundaries. multi = inside BEGIN ... COMMIT / autocommit=0. */
+  int stmt_begin(bool multi);
   bool stmt_active() const { return m_stmt_active; }
   void stmt_end();
-  void stmt_rollback();
+  int stmt_rollback();
 
   int commit();
   void rollback();
 
-  /* Savepoints: the position in the undo log. */
-  uint64_t savepoint() const { return m_undo.size(); }
-  void rollback_to(uint64_t pos);
+  /* Savepoints (SAVEPOINT, ROLLBACK TO, RELEASE). */
+  int savepoint_set(uint64_t *id);
+  int savepoint_rollback(uint64_t id);
+  int savepoint_release(uint64_t id);
 
-  /* Pending writes. */
+  /* Buffered writes: 0 or a handler error (HA_ERR_LOCK_*, ...). */
   int put(tdb_cf_t *cf, const std::string &key, const uchar *val, size_t vlen);
   int del(tdb_cf_t *cf, const std::string &key);
-  /* Point read through the overlay: 0 (value in *val, if val), or
-   * HA_ERR_KEY_NOT_FOUND, or an error. */
-  int get(tdb_cf_t *cf, const uchar *key, size_t klen, std::string *val,
-          const tdb_snapshot_t *snap = NULL);
+  /* Reads through the transaction: 0 (value in *val if val), or
+   * HA_ERR_KEY_NOT_FOUND, or an error. get_for_update locks the key
+   * (pessimistic) or adds it to the commit check (optimistic SNAPSHOT). */
+  int get(tdb_cf_t *cf, const uchar *key, size_t klen, std::string *val);
+  int get_for_update(tdb_cf_t *cf, const uchar *key, size_t klen, bool exclusive, std::string *val);
 
   /* Row-count change and AUTO_INCREMENT use of a table. */
   void add_rows(const TableDefPtr &def, int64_t delta);
   void touch_table(const TableDefPtr &def);
 
-  bool has_writes() const { return m_nwrites != 0; }
   uint64_t pending() const { return m_nwrites; }
-  uint64_t generation() const { return m_generation; }
-  OvMap &overlay(tdb_cf_t *cf) { return m_ov[cf]; }
+  /* Commit what is buffered and go on in a new library transaction (ALTER
+   * TABLE copy only, invariant 1). */
+  int bulk_commit();
+
+  /* Iterator registry (invariant 2). */
+  void attach(TxnIter *it);
+  void detach(TxnIter *it);
+  tdb_txn_t *txn() { return m_txn; }
+  THD *thd() const { return m_thd; }
+
+  /* Wake a lock wait of this transaction (KILL QUERY, any thread). */
+  void cancel_wait();
 
   /* Counters (status variables). */
-  static std::atomic<ulonglong> s_commits, s_rollbacks;
+  static std::atomic<ulonglong> s_commits, s_rollbacks, s_conflicts, s_deadlocks, s_lock_timeouts,
+      s_busy;
 
  private:
-  struct Undo {
-    tdb_cf_t *cf;         /* NULL: a row-count change */
-    std::string key;
-    bool existed;
-    OvEntry prev;
-    TableDef *def;
-    int64_t delta;
-  };
   struct Touched {
     TableDefPtr def;
     int64_t delta = 0;
   };
-  void record_undo(tdb_cf_t *cf, OvMap &m, const std::string &key);
-  void clear();
-  void release_locks();
+  typedef std::unordered_map<TableDef *, Touched> TouchedMap;
 
-  uint64_t m_id;
-  std::vector<std::string> m_locks;
-  std::unordered_map<tdb_cf_t *, OvMap> m_ov;
-  std::unordered_map<TableDef *, Touched> m_tables;
-  std::vector<Undo> m_undo;
-  size_t m_stmt_undo = 0;  /* undo position at statement start */
+  int map_err(int rc);
+  void detach_iters();
+  void finish();
+  void fold_stmt();
+  void apply_counters();
+
+  THD *m_thd;
+  tdb_txn_t *m_txn = NULL;
+  tdb_txn_options_t m_opts;
+  bool m_active = false;
   bool m_multi = false;
   bool m_stmt_active = false;
+  bool m_stmt_sp = false; /* STMT_SP exists for the running statement */
   uint64_t m_nwrites = 0;
-  uint64_t m_generation = 0;
+  uint64_t m_next_sp = 1;
+  std::vector<TxnIter *> m_iters;
+  TouchedMap m_tables, m_stmt_tables;
+  std::map<uint64_t, TouchedMap> m_sp_tables;
 };
 
 /* The THD's transaction object (created on first use). */
 Trx *trx_get(THD *thd);
-/* Register the engine in the statement (and transaction) of thd. */
-void trx_register(THD *thd, Trx *trx);
+/* Begin (if needed) and register the engine in the statement (and the
+ * transaction) of thd. */
+int trx_register(THD *thd, Trx *trx);
 
 /* Handlerton callbacks. */
 int trx_hton_commit(handlerton *hton, THD *thd, bool all);
@@ -133,16 +150,19 @@ int trx_hton_close_connection(handlerton *hton, THD *thd);
 int trx_hton_savepoint_set(handlerton *hton, THD *thd, void *sv);
 int trx_hton_savepoint_rollback(handlerton *hton, THD *thd, void *sv);
 int trx_hton_savepoint_release(handlerton *hton, THD *thd, void *sv);
+int trx_hton_start_consistent_snapshot(handlerton *hton, THD *thd);
+void trx_hton_kill_query(handlerton *hton, THD *thd, enum thd_kill_levels level);
 
-/* An ordered iterator over one column family: the library's view merged
- * with the transaction's overlay (overlay entries win, tombstones hide). */
-class MergedIter {
+/* An ordered iterator over one column family in the transaction's view
+ * (its own writes merged with the isolation level's snapshot). Survives
+ * commits and savepoint rollbacks of its transaction (invariant 2). */
+class TxnIter {
  public:
-  MergedIter() = default;
-  ~MergedIter() { close(); }
-  int open(tdb_cf_t *cf, Trx *trx, const tdb_snapshot_t *snap = NULL);
+  TxnIter() = default;
+  ~TxnIter() { close(); }
+  int open(Trx *trx, tdb_cf_t *cf);
   void close();
-  bool is_open() const { return m_base != NULL; }
+  bool is_open() const { return m_trx != NULL; }
   tdb_cf_t *cf() const { return m_cf; }
 
   void seek(const uchar *k, size_t kl);          /* first >= k */
@@ -154,26 +174,21 @@ class MergedIter {
   bool valid() const { return m_valid; }
   const uchar *key(size_t *len) const;
   const uchar *value(size_t *len) const;
-  int status() const;
+  int status() const { return m_status; }
 
  private:
-  void resolve_fwd();
-  void resolve_bwd();
-  void reposition_after(const std::string &k);
-  void reposition_before(const std::string &k);
-  bool base_valid() const;
+  friend class Trx;
+  void suspend(); /* destroy the library iterator, keep the position */
+  bool resume();  /* re-create it; false on error (m_status) */
+  void settle();  /* after a move: m_valid, m_status */
 
-  tdb_cf_t *m_cf = NULL;
-  tdb_iter_t *m_base = NULL;
   Trx *m_trx = NULL;
-  OvMap *m_ov = NULL;
-  OvMap::iterator m_oi;
-  bool m_oi_valid = false;
-  int m_dir = 1;
+  tdb_cf_t *m_cf = NULL;
+  tdb_iter_t *m_it = NULL;
   bool m_valid = false;
-  bool m_cur_ov = false;
-  uint64_t m_gen = 0;
-  std::string m_cur; /* current key (for re-positioning) */
+  bool m_suspended = false;
+  int m_status = TDB_OK;
+  std::string m_cur; /* key of a suspended iterator's position */
 };
 
 }  // namespace tidesql

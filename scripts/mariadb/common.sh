@@ -26,3 +26,27 @@ check_server_version() {
     *) die "server version mismatch: mariadbd reports '$v' but the plugin is built for $MARIADB_PIN_UPSTREAM ($MARIADB_PIN_VERSION); a storage-engine plugin only loads into the exact version it was built against. Reinstall the pinned packages (scripts/mariadb/setup.sh) or set MARIADB_PIN_VERSION/MARIADB_PIN_UPSTREAM and rebuild." ;;
   esac
 }
+
+# go-tpc (TPC-C driver): github.com/pingcap/go-tpc at this version, built
+# once from the Go module cache into build/go-tpc/ (the checksum database
+# does not know the module here: GONOSUMDB for it only).
+GOTPC_VERSION="${GOTPC_VERSION:-v1.0.9}"
+GOTPC_BIN="${GOTPC_BIN:-$TIDESQL_ROOT/build/go-tpc/go-tpc}"
+ensure_gotpc() {
+  [ -x "$GOTPC_BIN" ] && return 0
+  command -v go >/dev/null 2>&1 || die "go is not installed (needed to build go-tpc)"
+  local tmp dir
+  tmp="$(mktemp -d)"
+  echo "go-tpc: downloading github.com/pingcap/go-tpc@$GOTPC_VERSION" >&2
+  dir="$(cd "$tmp" && go mod init tidesql-gotpc >/dev/null 2>&1 &&
+         GONOSUMDB=github.com/pingcap/go-tpc GOFLAGS=-mod=mod \
+         go mod download -json "github.com/pingcap/go-tpc@$GOTPC_VERSION" |
+         sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  rm -rf "$tmp"
+  [ -n "$dir" ] && [ -d "$dir/cmd/go-tpc" ] || die "could not download go-tpc $GOTPC_VERSION"
+  mkdir -p "$(dirname "$GOTPC_BIN")"
+  echo "go-tpc: building $GOTPC_BIN" >&2
+  (cd "$dir" && GONOSUMDB=github.com/pingcap/go-tpc GOFLAGS=-buildvcs=false \
+     go build -o "$GOTPC_BIN.tmp" ./cmd/go-tpc) || die "go-tpc build failed"
+  mv -f "$GOTPC_BIN.tmp" "$GOTPC_BIN"
+}
