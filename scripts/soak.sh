@@ -8,9 +8,11 @@
 #     that nothing acknowledged was lost;
 #   - the simulated power-loss suite (fault_test FaultPowerLoss.*).
 #
-# usage: scripts/soak.sh [--minutes M] [--build DIR] [--seed N] [--no-write-faults]
+# usage: scripts/soak.sh [--minutes M] [--cycles N] [--build DIR] [--seed N]
+#                        [--no-write-faults]
 #   --minutes M        wall-clock budget (default 10); the round running at
 #                      the deadline is finished
+#   --cycles N         kill cycles per sync mode per round (default 8)
 #   --no-write-faults  inject only read errors in the fault run
 # Last line:
 #   SOAK_TOTAL minutes=.. rounds=.. cycles=.. ops=.. reads_verified=.. keys_verified=.. faults_injected=.. failures=..
@@ -19,14 +21,15 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
-minutes=10 build=build-rel seed=$(( $(date +%s) % 100000 )) wfaults=1
+minutes=10 cycles_per_mode=8 build=build-rel seed=$(( $(date +%s) % 100000 )) wfaults=1
 while [ $# -gt 0 ]; do
     case "$1" in
     --minutes) minutes=$2; shift 2 ;;
+    --cycles) cycles_per_mode=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --no-write-faults) wfaults=0; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "soak.sh: unknown argument $1" >&2; exit 3 ;;
     esac
 done
@@ -46,7 +49,7 @@ while [ $SECONDS -lt $deadline ] && [ $failures -eq 0 ]; do
     k=$(( (2000 + (s * 7919) % 20000) ))
     unified=$((rounds % 2))
     # 1. crash loop, all sync modes
-    out=$(scripts/crash_loop.sh --cycles 8 --duration 3 --sync all --keys "$k" --seed "$s" --build "$build" \
+    out=$(scripts/crash_loop.sh --cycles "$cycles_per_mode" --duration 3 --sync all --keys "$k" --seed "$s" --build "$build" \
         --workdir "$work/crash-$rounds" -- --unified="$unified" 2>&1)
     st=$?
     echo "$out" | grep -E "^crash_loop|^FAIL|repro" | sed "s/^/round $rounds: /"
