@@ -371,6 +371,7 @@ int dict_create(const std::string &name, uint nkeys, bool hidden_pk, const tdb_c
   uint64_t id = s_next_id++;
   int err = create_families(id, nkeys + (hidden_pk ? 1 : 0), cfg, &r);
   if (err) return err;
+  sysvars_crash_point("create_after_families");
   tdb_batch_t *b;
   if (tdb_batch_create(&b) != TDB_OK) return HA_ERR_OUT_OF_MEM;
   std::string k = table_key(name), v = record_encode(r);
@@ -407,8 +408,10 @@ int dict_drop(const std::string &name) {
   err = write_batch(b);
   tdb_batch_destroy(b);
   if (err) return err;
+  sysvars_crash_point("drop_after_record");
   cache_retire(name);
   drop_families(r);
+  sysvars_crash_point("drop_after_families");
   return 0;
 }
 
@@ -427,6 +430,7 @@ int dict_rename(const std::string &from, const std::string &to) {
   err = write_batch(b);
   tdb_batch_destroy(b);
   if (err) return err;
+  sysvars_crash_point("rename_after_record");
   if (had_stale) drop_families(stale);
   cache_retire(to);
   /* The definition itself stays valid under its new name. */
@@ -455,6 +459,7 @@ int dict_truncate(const std::string &name, TableDefPtr *out) {
     r.hidden_pk = old.hidden_pk;
     uint64_t id = s_next_id++;
     if ((err = create_families(id, (uint)old.cf_names.size(), cfg, &r))) return err;
+    sysvars_crash_point("truncate_after_families");
     tdb_batch_t *b;
     if (tdb_batch_create(&b) != TDB_OK) return HA_ERR_OUT_OF_MEM;
     std::string k = table_key(name), v = record_encode(r);
@@ -471,6 +476,7 @@ int dict_truncate(const std::string &name, TableDefPtr *out) {
       drop_families(r);
       return err;
     }
+    sysvars_crash_point("truncate_after_record");
     cache_retire(name);
     drop_families(old);
   }

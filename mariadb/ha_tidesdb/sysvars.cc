@@ -4,7 +4,10 @@
 #include "dict.h"
 #include "trx.h"
 
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 namespace tidesql {
 
@@ -126,6 +129,14 @@ static MYSQL_THDVAR_ULONG(lock_wait_timeout, PLUGIN_VAR_RQCMDARG,
                           "begun afterwards)",
                           NULL, NULL, 50, 1, 1024 * 1024 * 1024, 0);
 
+static char *v_debug_crash_point;
+static MYSQL_SYSVAR_STR(debug_crash_point, v_debug_crash_point, PLUGIN_VAR_RQCMDARG | PLUGIN_VAR_MEMALLOC,
+                        "Testing only: the server kills itself (SIGKILL) when DDL reaches the named "
+                        "point (create_after_families, drop_after_record, drop_after_families, "
+                        "truncate_after_families, truncate_after_record, rename_after_record); "
+                        "empty: never",
+                        NULL, NULL, "");
+
 struct st_mysql_sys_var *g_sysvars[] = {
     MYSQL_SYSVAR(block_cache_size),
     MYSQL_SYSVAR(unified_memtable),
@@ -149,6 +160,7 @@ struct st_mysql_sys_var *g_sysvars[] = {
     MYSQL_SYSVAR(pessimistic_locking),
     MYSQL_SYSVAR(skip_unique_check),
     MYSQL_SYSVAR(lock_wait_timeout),
+    MYSQL_SYSVAR(debug_crash_point),
     NULL};
 
 /* ---- table options ---- */
@@ -199,6 +211,13 @@ void sysvars_cf_config(const ha_table_option_struct *opt, tdb_cf_config_t *cfg) 
 
 int sysvars_unified_sync_mode() { return (int)v_unified_sync_mode; }
 
+void sysvars_crash_point(const char *point) {
+  const char *p = v_debug_crash_point;
+  if (!p || strcmp(p, point) != 0) return;
+  sql_print_information("TidesDB: tidesdb_debug_crash_point '%s' reached: killing the server", point);
+  kill(getpid(), SIGKILL);
+}
+
 bool sysvars_skip_unique_check(THD *thd) { return THDVAR(thd, skip_unique_check); }
 
 ulong sysvars_lock_wait_timeout(THD *thd) { return thd ? THDVAR(thd, lock_wait_timeout) : 50; }
@@ -215,7 +234,7 @@ struct StatusValues {
   ulonglong memtable_bytes, immutable_memtables, num_entries_estimate;
   ulonglong user_bytes_written, wal_bytes_written, flush_bytes_written;
   ulonglong compaction_bytes_read, compaction_bytes_written;
-  ulonglong flushes, compactions, stall_micros, last_sequence;
+  ulonglong flushes, compactions, stall_micros, stall_max_micros, stalls, slowdowns, last_sequence;
   ulonglong sst_files, sst_bytes;
   double write_amplification;
   ulonglong rows_read, rows_inserted, rows_updated, rows_deleted;
@@ -243,6 +262,9 @@ static const SHOW_VAR status_template[] = {
     SV(flushes, SHOW_ULONGLONG),
     SV(compactions, SHOW_ULONGLONG),
     SV(stall_micros, SHOW_ULONGLONG),
+    SV(stall_max_micros, SHOW_ULONGLONG),
+    SV(stalls, SHOW_ULONGLONG),
+    SV(slowdowns, SHOW_ULONGLONG),
     SV(last_sequence, SHOW_ULONGLONG),
     SV(sst_files, SHOW_ULONGLONG),
     SV(sst_bytes, SHOW_ULONGLONG),
@@ -288,6 +310,9 @@ static int show_tidesdb_vars(THD *, SHOW_VAR *var, void *, struct system_status_
     v.flushes = st.flushes;
     v.compactions = st.compactions;
     v.stall_micros = st.stall_micros;
+    v.stall_max_micros = st.stall_max_micros;
+    v.stalls = st.stalls;
+    v.slowdowns = st.slowdowns;
     v.last_sequence = st.last_sequence;
     for (int l = 1; l < TDB_MAX_LEVELS; l++) {
       v.sst_files += st.levels[l].files;
@@ -372,8 +397,10 @@ bool show_engine_status(handlerton *, THD *thd, stat_print_fn *print, enum ha_st
       appendf(s, "write amplification: %.2f\n",
               (double)(st.wal_bytes_written + st.flush_bytes_written + st.compaction_bytes_written) /
                   (double)st.user_bytes_written);
-    appendf(s, "flushes: %llu, compactions: %llu, writer stall: %llu us\n", (ulonglong)st.flushes,
-            (ulonglong)st.compactions, (ulonglong)st.stall_micros);
+    appendf(s, "flushes: %llu, compactions: %llu\n", (ulonglong)st.flushes, (ulonglong)st.compactions);
+    appendf(s, "writers: %llu stops (longest %llu us), %llu slowdowns, %llu us delayed in all\n",
+            (ulonglong)st.stalls, (ulonglong)st.stall_max_micros, (ulonglong)st.slowdowns,
+            (ulonglong)st.stall_micros);
   }
   s += "---- engine\n";
   appendf(s, "rows read %llu, inserted %llu, updated %llu, deleted %llu\n",
@@ -401,8 +428,18 @@ bool show_engine_status(handlerton *, THD *thd, stat_print_fn *print, enum ha_st
       bytes += cs.memtable_bytes;
       for (int l = 1; l < TDB_MAX_LEVELS; l++) bytes += cs.levels[l].bytes;
     }
-    appendf(s, "%s: id %llu, %zu column families, ~%lld rows, %llu bytes\n", n.c_str(),
-            (ulonglong)def->id, def->cfs.size(), (long long)def->rows.load(), (ulonglong)bytes);
+    appendf(s, "%s: id %llu, %zu column families, ~%lld rows, %llu bytes", n.c_str(), (ulonglong)def->id,
+            def->cfs.size(), (long long)def->rows.load(), (ulonglong)bytes);
+    /* The settings the table's families were created with (table
+     * options over the tidesdb_default_* variables). */
+    tdb_cf_config_t cc;
+    if (!def->cfs.empty() && tdb_cf_get_config(def->cfs[0], &cc) == TDB_OK) {
+      const char *comp = cc.compression >= 0 && cc.compression < 4 ? compression_names[cc.compression] : "?";
+      const char *sync = cc.sync_mode >= 0 && cc.sync_mode < 3 ? sync_names[cc.sync_mode] : "?";
+      appendf(s, "; compression %s, sync %s, write buffer %llu, bloom fpr %g, block size %u", comp, sync,
+              (ulonglong)cc.write_buffer_size, cc.bloom_fpr, (uint)cc.block_size);
+    }
+    s += "\n";
   }
   return print(thd, "TidesDB", 7, "", 0, s.data(), s.size());
 }

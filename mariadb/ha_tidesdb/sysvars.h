@@ -48,6 +48,10 @@ bool sysvars_pessimistic_locking(THD *thd);
 extern bool g_unified_active;
 /* tidesdb_unified_memtable_sync_mode (a tdb_sync_mode_t). */
 int sysvars_unified_sync_mode();
+/* Testing only: if tidesdb_debug_crash_point names this point, kill the
+ * server (SIGKILL, as kill -9) right here. Used by the mtr suite to cut DDL
+ * short between its steps (dict.h, crash consistency). */
+void sysvars_crash_point(const char *point);
 
 /* Engine counters shown as status variables. */
 struct Counters {

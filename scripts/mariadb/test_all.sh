@@ -7,7 +7,9 @@
 #   sysbench writes and during TPC-C).
 # Prints one line per step and a final "N passed, N failed"; exits non-zero
 # if any step failed. Logs: build/mariadb/test_all/<step>.log.
-# Environment: SKIP="step ..." to skip steps; SMOKE_TIME=5 TPCC_TIME=60s.
+# Environment: SKIP="step ..." to skip steps; SMOKE_TIME=5 TPCC_TIME=60s;
+# TOTAL_LIMIT=seconds bounds the whole run (default 900): a step gets at
+# most what is left of it, a step with nothing left fails unrun.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/common.sh"
@@ -17,6 +19,8 @@ mkdir -p "$LOGS"
 passed=0
 failed=0
 broken=""   # a failed step the following ones need
+TOTAL_LIMIT="${TOTAL_LIMIT:-900}"
+t_start=$SECONDS
 
 step() { # name timeout_seconds needs_build command...
   local name="$1" limit="$2" needs="$3"
@@ -25,9 +29,14 @@ step() { # name timeout_seconds needs_build command...
   if [ "$needs" = 1 ] && [ -n "$broken" ]; then
     echo "test_all: $name: FAILED (not run: $broken failed)"; failed=$((failed + 1)); return 1
   fi
-  local t0=$SECONDS rc
+  local t0=$SECONDS rc left=$((TOTAL_LIMIT - (SECONDS - t_start)))
+  left=$((left - 10)) # room for timeout's --kill-after
+  if [ "$left" -le 0 ]; then
+    echo "test_all: $name: FAILED (not run: the ${TOTAL_LIMIT}s budget is used up)"; failed=$((failed + 1)); return 1
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
   echo "test_all: $name: running (limit ${limit}s, log $LOGS/$name.log)"
-  timeout --kill-after=30 "$limit" "$@" >"$LOGS/$name.log" 2>&1
+  timeout --kill-after=10 "$limit" "$@" >"$LOGS/$name.log" 2>&1
   rc=$?
   if [ $rc = 0 ]; then
     echo "test_all: $name: passed ($((SECONDS - t0)) s)"; passed=$((passed + 1))
@@ -53,6 +62,6 @@ step sysbench_rr_optimistic 300 1 env TIME="${SMOKE_TIME:-5}" ISOLATION=REPEATAB
 step tpcc 900 1 env TIME="${TPCC_TIME:-60s}" bash "$here/tpcc.sh"
 step crash 600 1 bash "$here/crash_test.sh"
 
-echo "test_all: TideSQL: $passed passed, $failed failed"
+echo "test_all: TideSQL: $passed passed, $failed failed in $((SECONDS - t_start)) s (budget ${TOTAL_LIMIT}s)"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

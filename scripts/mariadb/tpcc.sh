@@ -7,7 +7,14 @@
 # Prints tpmC and per-transaction latencies; fails when `check` fails, when
 # go-tpc reports a failure, or when the error rows (*_ERR: deadlocks, lock
 # wait timeouts retried by go-tpc) exceed MAX_ERR_PCT percent of the
-# transactions. Error rows are always printed.
+# transactions. Error rows are always printed, split into failed
+# transactions (go-tpc prints each: "execute run failed, err ...") and
+# transactions cut by the end of the run: when --time expires go-tpc
+# cancels the context of every worker, the one transaction each worker
+# has in flight fails with "context canceled" and is counted in *_ERR but
+# not printed (cmd/go-tpc/misc.go: it checks ctx.Done() before printing;
+# tpcc/workload.go measures the error anyway). So up to THREADS unprinted
+# error rows are expected with any engine; more fail the run.
 # Environment (defaults: a short run):
 #   WAREHOUSES=2 THREADS=2 TIME=60s ENGINE=TidesDB ISOLATION=2 (go-tpc:
 #   2 = READ COMMITTED, 4 = REPEATABLE READ) CNF=mariadb/my.cnf/X.cnf
@@ -72,17 +79,24 @@ report() {
   errs="$(sed -n 's/^\[Summary\] [A-Z_]*_ERR - Takes(s): [0-9.]*, Count: \([0-9]*\),.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')"
   tpmc="$(sed -n 's/^tpmC: \([0-9.]*\),.*/\1/p' "$log" | tail -1)"
   total="${total:-0}"; errs="${errs:-0}"
-  echo "tpmC: ${tpmc:-?}  (errors: $errs of $total transactions)"
+  local failed_txns cut
+  failed_txns="$(grep -c 'execute run failed' "$log" || true)"
+  cut=$((errs - ${failed_txns:-0}))
+  [ "$cut" -ge 0 ] || cut=0
+  echo "tpmC: ${tpmc:-?}  (errors: $errs of $total transactions: ${failed_txns:-0} failed, $cut cut by the end of the run)"
   if [ -n "$(grep -E '_ERR - ' "$log" | head -1)" ]; then
     echo "tpcc: error rows:"; grep -E '^\[Summary\] [A-Z_]*_ERR' "$log" | sed 's/, Sum.*//'
-    { grep -oE 'Error [0-9]+: [^,]*' "$log" || true; } | sort | uniq -c | sort -rn | head -5
+    { grep -oE 'Error [0-9]+( \([0-9A-Z]+\))?: [^,]*' "$log" || true; } | sort | uniq -c | sort -rn | head -5
+  fi
+  if [ "$cut" -gt "$THREADS" ]; then
+    echo "tpcc: $cut unprinted errors, more than the $THREADS transactions in flight at the end" >&2; fail=1
   fi
   [ -n "$tpmc" ] || { echo "tpcc: no tpmC in $log" >&2; fail=1; }
   if [ "$total" -gt 0 ] && [ $((errs * 100)) -gt $((total * MAX_ERR_PCT)) ]; then
     echo "tpcc: too many errors ($errs of $total > $MAX_ERR_PCT%)" >&2; fail=1
   fi
-  if grep -qE '^execute run failed|panic' "$log"; then
-    grep -E '^execute run failed|panic' "$log" | head -3 >&2; fail=1
+  if grep -qE 'panic' "$log"; then
+    grep -E 'panic' "$log" | head -3 >&2; fail=1
   fi
   return $fail
 }
