@@ -72,13 +72,6 @@ for mode in $modes; do
     common=(--db="$db" --sync="$mode" --threads="$threads" --keys="$keys" --cfs="$cfs" --seed="$seed")
     m_ops=0 m_reads=0 m_keys=0 m_inflight=0 m_cycles=0
     t0=$SECONDS
-    # Create the database with a short clean run first: a crash while a new
-    # database is being created leaves it unopenable (known engine bug, see
-    # tests/fault_test.cc DISABLED_CrashWhileCreatingADatabaseLeavesItOpenable).
-    if ! "$STRESS" "${common[@]}" --ops=200 "${extra[@]}" >"$workdir/logs/$mode-create.log" 2>&1; then
-        echo "FAIL [$mode] creating the database:"; tail -5 "$workdir/logs/$mode-create.log"
-        failures=$((failures + 1)); continue
-    fi
     for ((c = 1; c <= cycles; c++)); do
         slog="$workdir/logs/$mode-$c.stress.log" vlog="$workdir/logs/$mode-$c.verify.log"
         max_ms=$(awk -v d="$duration" 'BEGIN { printf "%d", d * 1000 }')

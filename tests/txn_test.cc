@@ -532,6 +532,124 @@ void BankRun(TxnTest *f, tdb_t *db, tdb_cf_t *cf, int iso) {
 TEST_F(TxnTest, BankTransfersKeepTotalAtSerializable) { BankRun(this, db_, cf_, TDB_ISO_SERIALIZABLE); }
 TEST_F(TxnTest, BankTransfersKeepTotalAtSnapshot) { BankRun(this, db_, cf_, TDB_ISO_SNAPSHOT); }
 
+TEST_F(TxnTest, LockWaitsAreCounted) {
+    tdb_stats_t st;
+    ASSERT_EQ(tdb_get_stats(db_, nullptr, &st), TDB_OK);
+    const uint64_t waits0 = st.lock_waits, timeouts0 = st.lock_timeouts;
+    tdb_txn_t *t1 = Begin(TDB_ISO_READ_COMMITTED, true), *t2 = Begin(TDB_ISO_READ_COMMITTED, true);
+    ASSERT_EQ(W(t1, "w", "1"), TDB_OK);
+    ASSERT_EQ(W(t2, "v", "2"), TDB_OK);  // uncontended: no wait
+    ASSERT_EQ(tdb_get_stats(db_, nullptr, &st), TDB_OK);
+    EXPECT_EQ(st.lock_waits, waits0);
+    std::atomic<int> rc{1};
+    std::thread th([&] { rc = W(t2, "w", "2"); });  // waits for t1
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_EQ(tdb_txn_commit(t1), TDB_OK);
+    th.join();
+    EXPECT_EQ(rc.load(), TDB_OK);
+    ASSERT_EQ(tdb_get_stats(db_, nullptr, &st), TDB_OK);
+    EXPECT_EQ(st.lock_waits, waits0 + 1);
+    EXPECT_EQ(st.lock_timeouts, timeouts0);
+    ASSERT_EQ(tdb_txn_commit(t2), TDB_OK);
+    tdb_txn_free(t1), tdb_txn_free(t2);
+}
+
+// Back-pressure at commit: small memtables, writers stop after two queued
+// ones, background work paused.
+class TxnBackPressureTest : public TxnTest {
+  public:
+    void SetUp() override {
+        tdb_config_t c;
+        tdb_config_default(&c);
+        c.default_cf.sync_mode = TDB_SYNC_NONE;
+        c.default_cf.write_buffer_size = 64 << 10;
+        c.default_cf.l0_queue_stall_threshold = 2;
+        c.flush_threads = 1;
+        c.compaction_threads = 1;
+        c.log_level = TDB_LOG_WARN;
+        ASSERT_EQ(tdb_open(dir_.path().c_str(), &c, &db_), TDB_OK) << tdb_last_error();
+        ASSERT_EQ(tdb_get_cf(db_, TDB_DEFAULT_CF, &cf_), TDB_OK);
+    }
+    // Pause background work and write until writers are refused.
+    void Saturate() {
+        ASSERT_EQ(tdb_pause_background(db_), TDB_OK);
+        tdb_write_options_t wo;
+        tdb_write_options_default(&wo);
+        wo.stall_timeout_ms = 100;
+        std::string v(1000, 'f');
+        int rc = TDB_OK;
+        for (int i = 0; i < 100000 && rc == TDB_OK; i++) {
+            tdb_batch_t *b;
+            ASSERT_EQ(tdb_batch_create(&b), TDB_OK);
+            std::string k = "fill" + tdbtest::Key(i);
+            tdb_batch_put(b, cf_, k.data(), k.size(), v.data(), v.size(), 0);
+            rc = tdb_write_opt(db_, b, &wo);
+            tdb_batch_destroy(b);
+        }
+        ASSERT_EQ(rc, TDB_ERR_BUSY);
+    }
+    tdb_txn_t *BeginBounded(int iso, bool pessimistic, int64_t stall_ms) {
+        tdb_txn_options_t o;
+        tdb_txn_options_default(&o);
+        o.isolation = iso;
+        o.pessimistic = pessimistic;
+        o.lock_timeout_ms = 100;
+        o.stall_timeout_ms = stall_ms;
+        tdb_txn_t *t = nullptr;
+        EXPECT_EQ(tdb_txn_begin(db_, &o, &t), TDB_OK);
+        return t;
+    }
+};
+
+TEST_F(TxnBackPressureTest, BusyCommitKeepsTransactionForRetry) {
+    Saturate();
+    const int64_t bound = 250;
+    tdb_txn_t *t = BeginBounded(TDB_ISO_SNAPSHOT, true, bound);
+    ASSERT_EQ(W(t, "k1", "v1"), TDB_OK);
+    ASSERT_EQ(tdb_txn_savepoint(t, "sp"), TDB_OK);
+    ASSERT_EQ(W(t, "k2", "v2"), TDB_OK);
+    auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(tdb_txn_commit(t), TDB_ERR_BUSY);
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_GE(ms, bound);
+    EXPECT_LE(ms, bound + 1000);
+    EXPECT_NE(std::string(tdb_last_error()).find("back-pressure"), std::string::npos) << tdb_last_error();
+    // Still active: its writes, savepoint and locks are all there.
+    EXPECT_EQ(Get("k1"), "-");
+    EXPECT_EQ(R(t, "k1"), "v1");
+    EXPECT_EQ(R(t, "k2"), "v2");
+    tdb_txn_t *other = BeginBounded(TDB_ISO_READ_COMMITTED, true, 0);
+    EXPECT_EQ(W(other, "k1", "x"), TDB_ERR_TIMEOUT) << "the busy commit kept its row lock";
+    ASSERT_EQ(tdb_txn_rollback_to_savepoint(t, "sp"), TDB_OK);
+    ASSERT_EQ(W(t, "k3", "v3"), TDB_OK);
+    ASSERT_EQ(tdb_txn_commit(t), TDB_ERR_BUSY);  // still refused: nothing changed
+    ASSERT_EQ(tdb_continue_background(db_), TDB_OK);
+    ASSERT_EQ(tdb_txn_commit(t), TDB_OK) << tdb_last_error();
+    EXPECT_EQ(Get("k1"), "v1");
+    EXPECT_EQ(Get("k2"), "-");
+    EXPECT_EQ(Get("k3"), "v3");
+    EXPECT_EQ(W(other, "k1", "x"), TDB_OK) << "locks released by the commit";
+    ASSERT_EQ(tdb_txn_commit(other), TDB_OK);
+    EXPECT_EQ(Get("k1"), "x");
+    tdb_txn_free(t);
+    tdb_txn_free(other);
+}
+
+TEST_F(TxnBackPressureTest, BusyOptimisticCommitCanRollBack) {
+    Saturate();
+    tdb_txn_t *t = BeginBounded(TDB_ISO_SERIALIZABLE, false, 100);
+    EXPECT_EQ(R(t, "r0"), "-");
+    ASSERT_EQ(W(t, "r", "1"), TDB_OK);
+    ASSERT_EQ(tdb_txn_commit(t), TDB_ERR_BUSY);
+    EXPECT_EQ(R(t, "r"), "1");
+    ASSERT_EQ(tdb_txn_rollback(t), TDB_OK);
+    EXPECT_EQ(tdb_txn_commit(t), TDB_ERR_INVALID_ARG) << "finished after the rollback";
+    ASSERT_EQ(tdb_continue_background(db_), TDB_OK);
+    ASSERT_EQ(tdb_wait_idle(db_), TDB_OK);
+    EXPECT_EQ(Get("r"), "-");
+    tdb_txn_free(t);
+}
+
 TEST(TxnCrash, BankTotalSurvivesKillNine) {
     TempDir dir;
     for (int cycle = 0; cycle < 3; cycle++) {

@@ -555,7 +555,9 @@ TEST(Wal, GroupIsOneAppendCall) {
     EXPECT_EQ(res.torn, 0);
 }
 
-TEST(Wal, FailedAppendLeavesTornTailAndFailsWriter) {
+// An append that runs out of space leaves a torn tail and refuses further
+// appends (not an I/O failure, wal.h): sync cuts the tail off and succeeds.
+TEST(Wal, OutOfSpaceAppendTearsTheLogUntilSyncCutsIt) {
     TempDir d;
     FaultEnv fe = MakeFaultEnv();
     std::string path = d.file("log");
@@ -568,16 +570,24 @@ TEST(Wal, FailedAppendLeavesTornTailAndFailsWriter) {
     fe.fail_appends = 1;
     EXPECT_EQ(wal_writer_add(w, sb, 2), TDB_ERR_NO_SPACE);
     EXPECT_EQ(wal_writer_size(w), good);
-    // Sticky: no further append reaches the file, syncs refuse too.
+    // No further append reaches the file.
     EXPECT_EQ(wal_writer_add(w, &sa, 1), TDB_ERR_NO_SPACE);
     EXPECT_EQ(fe.appends, 2);
-    EXPECT_EQ(wal_writer_sync(w), TDB_ERR_NO_SPACE);
-    EXPECT_EQ(wal_writer_close(w, 1), TDB_ERR_NO_SPACE);
     ReadResult res = ReadLog(path);
     EXPECT_EQ(res.rc, TDB_ERR_NOT_FOUND);
     EXPECT_EQ(res.recs, std::vector<std::string>({a}));
     EXPECT_EQ(res.valid_end, good);
     EXPECT_EQ(res.torn, 1);
+    // Sync truncates to the last complete record; appends stay refused.
+    EXPECT_EQ(wal_writer_sync(w), TDB_OK) << tdb_last_error();
+    EXPECT_EQ(wal_writer_add(w, &sa, 1), TDB_ERR_NO_SPACE);
+    EXPECT_EQ(fe.appends, 2);
+    EXPECT_EQ(wal_writer_close(w, 1), TDB_OK);
+    res = ReadLog(path);
+    EXPECT_EQ(res.rc, TDB_ERR_NOT_FOUND);
+    EXPECT_EQ(res.recs, std::vector<std::string>({a}));
+    EXPECT_EQ(res.valid_end, good);
+    EXPECT_EQ(res.torn, 0);  // a clean end: the log can be closed as complete
 }
 
 TEST(Wal, FailedSyncIsSticky) {

@@ -60,6 +60,17 @@ enum {
     TDB_ERR_ABORTED      = -17, /* wait cancelled by the caller            */
 };
 
+/* Write errors. A failed fsync of the WAL or MANIFEST, or any other write
+ * I/O error, puts the database in a sticky error state: reads keep working,
+ * every write (and flush, family change) fails with TDB_ERR_READ_ONLY until
+ * it is closed and reopened; nothing is retried. Out of space is not sticky:
+ * the write that meets it fails with TDB_ERR_NO_SPACE and is not applied;
+ * flushes and compactions that meet it discard their output and retry with
+ * a backoff (tdb_flush retries at once and returns TDB_ERR_NO_SPACE while it
+ * fails); writes that would have to wait for them get TDB_ERR_NO_SPACE.
+ * Once space is freed, writes succeed again without reopening. Either way
+ * no acknowledged write is lost. */
+
 /* Static name of an error code ("not found", "corruption", ...). */
 const char *tdb_strerror(int code);
 /* Detail of the last error raised on this thread ("" if none). */
@@ -137,6 +148,11 @@ typedef struct tdb_config {
                                           families is atomic after a crash. */
     size_t   unified_memtable_write_buffer_size; /* 64 MiB */
     int      unified_memtable_sync_mode;         /* TDB_SYNC_FULL */
+    int64_t  write_stall_timeout_ms;   /* default bound on how long one write
+                                          (or commit) waits out
+                                          back-pressure before it fails with
+                                          TDB_ERR_BUSY; 0 = no bound (only
+                                          the no-progress rule below): 0 */
     tdb_cf_config_t default_cf;        /* settings of the "default" family */
 } tdb_config_t;
 
@@ -217,8 +233,23 @@ int  tdb_batch_single_delete(tdb_batch_t *b, tdb_cf_t *cf, const void *key,
 size_t tdb_batch_count(const tdb_batch_t *b);
 
 /* Apply a batch. Durable when it returns per the strictest sync mode among
- * the batch's column families. */
+ * the batch's column families.
+ * Back-pressure: when flushes and compactions fall behind (immutable
+ * memtables at l0_queue_stall_threshold, level 1 far over its trigger, or
+ * memtables over the memory budget) writes wait for them. A wait fails with
+ * TDB_ERR_BUSY, and nothing of the write is applied, once it has lasted
+ * the write's stall timeout (tdb_write_options_t, else the config's
+ * write_stall_timeout_ms; counted from the call), or whenever 30 s pass
+ * without any flush or compaction finishing. Retry later. */
 int tdb_write(tdb_t *db, tdb_batch_t *b);
+
+typedef struct tdb_write_options {
+    int64_t stall_timeout_ms; /* back-pressure wait bound: 0 = the config's
+                                 write_stall_timeout_ms, < 0 = no bound */
+} tdb_write_options_t;
+void tdb_write_options_default(tdb_write_options_t *o);
+/* tdb_write with options (opts NULL = defaults). */
+int tdb_write_opt(tdb_t *db, tdb_batch_t *b, const tdb_write_options_t *opts);
 int tdb_put(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen,
             const void *val, size_t vlen, int64_t ttl_seconds);
 int tdb_delete(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen);
@@ -284,7 +315,11 @@ int  tdb_iter_status(const tdb_iter_t *it);
  *    scanned ranges): commit fails with TDB_ERR_CONFLICT if any of it
  *    changed after the snapshot. Read-only transactions are validated too.
  * A transaction that failed to commit (conflict) is finished: reset or
- * free it and retry. With pessimistic = 1, writes and get_for_update take
+ * free it and retry. Except back-pressure: a commit that returns
+ * TDB_ERR_BUSY (its stall_timeout_ms or the no-progress rule, see
+ * tdb_write) applied nothing and leaves the transaction active, with all
+ * its writes, savepoints, snapshot and locks: call tdb_txn_commit again
+ * (e.g. once background work catches up) or roll it back. With pessimistic = 1, writes and get_for_update take
  * row locks (exclusive/shared) held until commit or rollback; waits time
  * out (TDB_ERR_TIMEOUT), deadlocks abort the requester (TDB_ERR_DEADLOCK),
  * and tdb_txn_cancel_wait() wakes a waiter (TDB_ERR_ABORTED). */
@@ -303,6 +338,9 @@ typedef struct tdb_txn_options {
     int64_t lock_timeout_ms;  /* lock wait bound: 5000 */
     size_t  max_bytes;        /* buffered write bytes: 0 = 1/4 of the
                                  database's memory budget */
+    int64_t stall_timeout_ms; /* back-pressure wait bound of each commit
+                                 call (see tdb_write): 0 = the config's
+                                 write_stall_timeout_ms, < 0 = no bound */
 } tdb_txn_options_t;
 
 typedef struct tdb_txn tdb_txn_t;
@@ -352,8 +390,19 @@ uint64_t tdb_txn_snapshot_sequence(const tdb_txn_t *t);
 int tdb_flush(tdb_t *db, tdb_cf_t *cf);
 /* Compact cf (NULL = all) fully down its levels and wait. */
 int tdb_compact(tdb_t *db, tdb_cf_t *cf);
-/* Wait until no flush or compaction is queued or running. */
+/* Wait until no flush or compaction is queued or running. Returns
+ * TDB_ERR_BUSY at once while background work is paused. */
 int tdb_wait_idle(tdb_t *db);
+/* Pause background work (RocksDB's PauseBackgroundWork): waits for running
+ * flushes and compactions to finish and starts no new ones until a matching
+ * tdb_continue_background. Calls nest (a count). Meanwhile writes fill the
+ * memtables and then meet back-pressure (TDB_ERR_BUSY after their stall
+ * timeout); tdb_flush and tdb_compact still work, in the calling thread;
+ * tdb_close works. Meant for tests and maintenance windows. */
+int tdb_pause_background(tdb_t *db);
+/* Undo one pause; at zero, background work resumes. TDB_ERR_INVALID_ARG if
+ * not paused. */
+int tdb_continue_background(tdb_t *db);
 
 typedef struct tdb_level_stats {
     uint64_t files;
@@ -366,6 +415,10 @@ typedef struct tdb_stats {
     tdb_level_stats_t levels[TDB_MAX_LEVELS];
     uint64_t memtable_bytes;        /* active + immutable memtables */
     uint64_t immutable_memtables;   /* queued for flush */
+    uint64_t flushes_pending;       /* ...of them not being flushed yet */
+    uint64_t compactions_pending;   /* levels over their compaction trigger
+                                       (level-1 file count, deeper levels'
+                                       size targets) */
     uint64_t num_entries_estimate;  /* entries in memtables and files */
     /* Database-wide counters since open. */
     uint64_t block_cache_hits;
@@ -382,6 +435,12 @@ typedef struct tdb_stats {
     uint64_t stall_max_micros;      /* longest single stop */
     uint64_t stalls;                /* times writers stopped (backlog full) */
     uint64_t slowdowns;             /* graduated delays applied */
+    uint64_t stall_timeouts;        /* writes failed with TDB_ERR_BUSY
+                                       after their stall timeout */
+    uint64_t lock_waits;            /* row-lock requests that had to wait */
+    uint64_t lock_deadlocks;        /* row-lock requests refused: deadlock */
+    uint64_t lock_timeouts;         /* row-lock waits that timed out */
+    int      background_paused;     /* tdb_pause_background count */
     uint64_t memory_budget;         /* max_memory_usage, resolved */
     uint64_t last_sequence;
 } tdb_stats_t;

@@ -22,6 +22,8 @@ static thread_local std::string t_last_error;
 
 const std::string &last_error_detail() { return t_last_error; }
 
+void set_error_detail(const std::string &msg) { t_last_error = msg; }
+
 int map_tdb_error(int rc) {
   const char *detail = tdb_last_error();
   t_last_error = std::string("TidesDB: ") + tdb_strerror(rc);
@@ -47,8 +49,9 @@ int map_tdb_error(int rc) {
     case TDB_ERR_NOT_SUPPORTED:
       return HA_ERR_UNSUPPORTED;
     case TDB_ERR_BUSY:
-      /* Back-pressure that outlasted the library's bounded stall wait
-       * (no flush/compaction progress): the detail says so. */
+      /* Back-pressure that outlasted the write's stall bound (or 30 s
+       * without flush/compaction progress): the detail says so. Commits
+       * retry it up to tidesdb_write_stall_timeout (Trx::commit_waiting). */
     default:
       /* I/O, corruption, invalid argument...: the engine-specific code
        * makes print_error() show t_last_error. */

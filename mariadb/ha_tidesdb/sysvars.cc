@@ -129,6 +129,30 @@ static MYSQL_THDVAR_ULONG(lock_wait_timeout, PLUGIN_VAR_RQCMDARG,
                           "begun afterwards)",
                           NULL, NULL, 50, 1, 1024 * 1024 * 1024, 0);
 
+static MYSQL_THDVAR_ULONG(write_stall_timeout, PLUGIN_VAR_RQCMDARG,
+                          "Milliseconds a COMMIT waits for background flush/compaction when the "
+                          "library applies back-pressure (memtables full, level 1 far behind) "
+                          "before it fails with ER_LOCK_WAIT_TIMEOUT and rolls the transaction "
+                          "back; KILL ends the wait sooner",
+                          NULL, NULL, 10000, 1, 1024UL * 1024 * 1024, 0);
+
+/* tidesdb_debug_pause_background: ON holds one tdb_pause_background. */
+static my_bool v_debug_pause_background;
+static void update_debug_pause(THD *, struct st_mysql_sys_var *, void *var, const void *save) {
+  my_bool on = *(const my_bool *)save;
+  if (!g_db || on == v_debug_pause_background) {
+    *(my_bool *)var = g_db ? on : FALSE;
+    return;
+  }
+  int rc = on ? tdb_pause_background(g_db) : tdb_continue_background(g_db);
+  if (rc == TDB_OK) *(my_bool *)var = on;
+  else log_warning("TidesDB: tidesdb_debug_pause_background: %s", tdb_last_error());
+}
+static MYSQL_SYSVAR_BOOL(debug_pause_background, v_debug_pause_background, PLUGIN_VAR_OPCMDARG,
+                         "Testing only: ON pauses the library's background flushes and compactions "
+                         "(writes then meet back-pressure), OFF resumes them",
+                         NULL, update_debug_pause, FALSE);
+
 static char *v_debug_crash_point;
 static MYSQL_SYSVAR_STR(debug_crash_point, v_debug_crash_point, PLUGIN_VAR_RQCMDARG | PLUGIN_VAR_MEMALLOC,
                         "Testing only: the server kills itself (SIGKILL) when DDL reaches the named "
@@ -160,6 +184,8 @@ struct st_mysql_sys_var *g_sysvars[] = {
     MYSQL_SYSVAR(pessimistic_locking),
     MYSQL_SYSVAR(skip_unique_check),
     MYSQL_SYSVAR(lock_wait_timeout),
+    MYSQL_SYSVAR(write_stall_timeout),
+    MYSQL_SYSVAR(debug_pause_background),
     MYSQL_SYSVAR(debug_crash_point),
     NULL};
 
@@ -222,6 +248,8 @@ bool sysvars_skip_unique_check(THD *thd) { return THDVAR(thd, skip_unique_check)
 
 ulong sysvars_lock_wait_timeout(THD *thd) { return thd ? THDVAR(thd, lock_wait_timeout) : 50; }
 
+ulong sysvars_write_stall_timeout(THD *thd) { return thd ? THDVAR(thd, write_stall_timeout) : 10000; }
+
 bool sysvars_pessimistic_locking(THD *thd) { return THDVAR(thd, pessimistic_locking); }
 
 /* ---- status variables ---- */
@@ -241,6 +269,7 @@ struct StatusValues {
   ulonglong commits, rollbacks, dup_key_errors, point_reads, iterators;
   ulonglong unified_memtable_active, tables, column_families;
   ulonglong conflicts, lock_deadlocks, lock_wait_timeouts, write_stalls_busy;
+  ulonglong lock_waits, flushes_pending, compactions_pending;
 };
 static thread_local StatusValues t_sv;
 
@@ -285,6 +314,9 @@ static const SHOW_VAR status_template[] = {
     SV(lock_deadlocks, SHOW_ULONGLONG),
     SV(lock_wait_timeouts, SHOW_ULONGLONG),
     SV(write_stalls_busy, SHOW_ULONGLONG),
+    SV(lock_waits, SHOW_ULONGLONG),
+    SV(flushes_pending, SHOW_ULONGLONG),
+    SV(compactions_pending, SHOW_ULONGLONG),
     {NullS, NullS, SHOW_LONG}};
 #undef SV
 static const size_t N_STATUS = array_elements(status_template);
@@ -314,6 +346,9 @@ static int show_tidesdb_vars(THD *, SHOW_VAR *var, void *, struct system_status_
     v.stalls = st.stalls;
     v.slowdowns = st.slowdowns;
     v.last_sequence = st.last_sequence;
+    v.lock_waits = st.lock_waits;
+    v.flushes_pending = st.flushes_pending;
+    v.compactions_pending = st.compactions_pending;
     for (int l = 1; l < TDB_MAX_LEVELS; l++) {
       v.sst_files += st.levels[l].files;
       v.sst_bytes += st.levels[l].bytes;
@@ -385,6 +420,10 @@ bool show_engine_status(handlerton *, THD *thd, stat_print_fn *print, enum ha_st
                 (ulonglong)st.levels[l].bytes);
     appendf(s, "memtables: %llu bytes, %llu immutable queued\n", (ulonglong)st.memtable_bytes,
             (ulonglong)st.immutable_memtables);
+    appendf(s, "pending: %llu flushes, %llu compactions%s\n", (ulonglong)st.flushes_pending,
+            (ulonglong)st.compactions_pending, st.background_paused ? " (background work paused)" : "");
+    appendf(s, "row locks: %llu waits, %llu deadlocks, %llu timeouts\n", (ulonglong)st.lock_waits,
+            (ulonglong)st.lock_deadlocks, (ulonglong)st.lock_timeouts);
     appendf(s, "entries (estimate): %llu, last sequence: %llu\n", (ulonglong)st.num_entries_estimate,
             (ulonglong)st.last_sequence);
     appendf(s, "block cache: %llu hits, %llu misses, %llu bytes\n", (ulonglong)st.block_cache_hits,

@@ -42,6 +42,8 @@ void sysvars_cf_config(const ha_table_option_struct *opt, tdb_cf_config_t *cfg);
 bool sysvars_skip_unique_check(THD *thd);
 /* tidesdb_lock_wait_timeout (seconds) for this session. */
 ulong sysvars_lock_wait_timeout(THD *thd);
+/* tidesdb_write_stall_timeout (milliseconds) for this session. */
+ulong sysvars_write_stall_timeout(THD *thd);
 /* tidesdb_pessimistic_locking for this session. */
 bool sysvars_pessimistic_locking(THD *thd);
 /* Whether the unified memtable ended up active (library may refuse it). */

@@ -47,6 +47,8 @@ extern handlerton *g_hton;
 int map_tdb_error(int rc);
 /* Detail of the last library error mapped on this thread. */
 const std::string &last_error_detail();
+/* Replace that detail with the engine's own message. */
+void set_error_detail(const std::string &msg);
 
 /* Write a message to the server error log. */
 void log_warning(const char *fmt, ...) ATTRIBUTE_FORMAT(printf, 1, 2);

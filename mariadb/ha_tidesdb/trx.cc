@@ -25,6 +25,13 @@ static const char *STMT_SP = "\x01stmt";
 
 /* Processlist state while a call may wait for a library row lock. */
 static const char *LOCK_WAIT_STATE = "Waiting for TidesDB row lock";
+/* ...and while a commit waits out back-pressure. */
+static const char *STALL_WAIT_STATE = "Waiting for TidesDB flush/compaction (write stall)";
+
+/* Each library commit call waits out back-pressure at most this long
+ * (tdb_txn_options_t.stall_timeout_ms); Trx::commit_waiting retries such
+ * slices until tidesdb_write_stall_timeout, checking for KILL in between. */
+static const ulong STALL_SLICE_MS = 250;
 
 /* Guards Trx lifetime against kill_query from other threads (invariant 3). */
 static std::mutex g_trx_mu;
@@ -101,6 +108,7 @@ int Trx::begin() {
    * what keeps its writers correct. */
   o.pessimistic = (sysvars_pessimistic_locking(m_thd) || o.isolation == TDB_ISO_READ_COMMITTED) ? 1 : 0;
   o.lock_timeout_ms = (int64_t)sysvars_lock_wait_timeout(m_thd) * 1000;
+  o.stall_timeout_ms = (int64_t)std::min(STALL_SLICE_MS, sysvars_write_stall_timeout(m_thd));
   detach_iters();
   int rc;
   if (m_txn) {
@@ -188,16 +196,49 @@ void Trx::apply_counters() {
   }
 }
 
+/* Commit, waiting out back-pressure: a commit refused with TDB_ERR_BUSY
+ * (its slice of STALL_SLICE_MS passed) leaves the library transaction
+ * active, so it is retried until tidesdb_write_stall_timeout has passed or
+ * the statement is killed; then the transaction is rolled back and the
+ * error names back-pressure (HA_ERR_LOCK_WAIT_TIMEOUT: clients retry it
+ * like a lock wait timeout). Other results as tdb_txn_commit. */
+int Trx::commit_waiting() {
+  const ulonglong start = my_interval_timer();
+  int rc = tdb_txn_commit(m_txn);
+  if (rc != TDB_ERR_BUSY) return rc;
+  const ulong limit_ms = sysvars_write_stall_timeout(m_thd);
+  const char *old = thd_proc_info(m_thd, STALL_WAIT_STATE);
+  bool killed = false;
+  while (rc == TDB_ERR_BUSY && !(killed = thd_killed(m_thd)) &&
+         (my_interval_timer() - start) / 1000000 < limit_ms)
+    rc = tdb_txn_commit(m_txn);
+  thd_proc_info(m_thd, old);
+  if (rc != TDB_ERR_BUSY) return rc;
+  s_busy++;
+  tdb_txn_rollback(m_txn); /* still active in the library: end it cleanly */
+  char msg[512];
+  snprintf(msg, sizeof msg,
+           "TidesDB: write stalled by back-pressure for %llu ms (tidesdb_write_stall_timeout = %lu ms)%s: "
+           "flush/compaction cannot keep up with writes; the transaction was rolled back, retry it later",
+           (my_interval_timer() - start) / 1000000,
+           limit_ms, killed ? ", interrupted by KILL" : "");
+  set_error_detail(msg);
+  return TDB_ERR_BUSY;
+}
+
 int Trx::commit() {
   detach_iters();
   fold_stmt();
   int err = 0;
   if (m_active) {
     bool wrote = m_nwrites != 0;
-    int rc = tdb_txn_commit(m_txn);
+    int rc = commit_waiting();
     if (rc == TDB_OK) {
       apply_counters();
       s_commits++;
+    } else if (rc == TDB_ERR_BUSY) {
+      err = HA_ERR_LOCK_WAIT_TIMEOUT; /* detail set by commit_waiting */
+      if (wrote) s_rollbacks++;
     } else {
       if (rc == TDB_ERR_CONFLICT) {
         s_conflicts++;
@@ -403,6 +444,11 @@ int trx_hton_commit(handlerton *, THD *thd, bool all) {
     /* First committer wins: report as a deadlock, as InnoDB and MyRocks
      * do, so clients retry the transaction. */
     my_error(ER_LOCK_DEADLOCK, MYF(0));
+  } else if (err == HA_ERR_LOCK_WAIT_TIMEOUT) {
+    /* Back-pressure outlasted tidesdb_write_stall_timeout (the only lock
+     * wait timeout a commit can meet): the lock-wait-timeout code, so
+     * clients retry, with a message that says what waited. */
+    my_printf_error(ER_LOCK_WAIT_TIMEOUT, "%s", MYF(0), last_error_detail().c_str());
   } else if (err) {
     my_printf_error(ER_ERROR_DURING_COMMIT, "TidesDB: commit failed (transaction rolled back): %s", MYF(0),
                     last_error_detail().c_str());

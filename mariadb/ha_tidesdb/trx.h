@@ -118,6 +118,7 @@ class Trx {
   typedef std::unordered_map<TableDef *, Touched> TouchedMap;
 
   int map_err(int rc);
+  int commit_waiting();
   void detach_iters();
   void finish();
   void fold_stmt();

@@ -7,11 +7,14 @@
  * ranges (version/compaction.h), and cf->compacting counts them (manual
  * ones included). Trivial moves install a metadata-only edit.
  * Both install results through the manifest (see db_impl.h, invariant 6).
- * A failure is sticky: bg_error is set and writes are refused.
+ * A failure is sticky: bg_error is set and writes are refused; except out
+ * of space, which discards the job's output and retries it after a backoff
+ * (db_impl.h, invariant 7).
  */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "db/db_impl.h"
 
@@ -144,6 +147,28 @@ static void set_bg_error(tdb_t *db, int rc, const char *what) {
     db_set_bg_error_locked(db, rc);
 }
 
+#define NOSPACE_BACKOFF_MIN_US 10000u
+#define NOSPACE_BACKOFF_MAX_US 1000000u
+
+/* A flush or compaction ran out of space (mu held): its output is already
+ * discarded; background work pauses for a growing backoff, then retries. */
+static void note_no_space(tdb_t *db, const char *what, bool flush) {
+    db_log(db, TDB_LOG_WARN, "%s out of space, retried later: %s", what, tdb_last_error());
+    uint64_t b = db->nospace_backoff ? db->nospace_backoff * 2 : NOSPACE_BACKOFF_MIN_US;
+    db->nospace_backoff = b > NOSPACE_BACKOFF_MAX_US ? NOSPACE_BACKOFF_MAX_US : b;
+    db->nospace_retry_at = db->env->now_micros(db->env) + db->nospace_backoff;
+    db->bg_nospace = true;
+    db->nospace_events++;
+    if (flush) db->nospace_flushes++;
+}
+
+/* A flush or compaction succeeded: space is back (mu held). */
+static void note_space_ok(tdb_t *db) {
+    db->bg_nospace = false;
+    db->nospace_backoff = 0;
+    db->nospace_retry_at = 0;
+}
+
 /* Flush cf's oldest immutable memtable (mu held on entry and exit;
  * cf->flushing set by the caller). */
 static void flush_oldest(tdb_t *db, tdb_cf_t *cf) {
@@ -171,7 +196,8 @@ static void flush_oldest(tdb_t *db, tdb_cf_t *cf) {
         discard_outputs(db, &edit);
     } else if (rc != TDB_OK) {
         discard_outputs(db, &edit);
-        set_bg_error(db, rc, "flush");
+        if (rc == TDB_ERR_NO_SPACE) note_no_space(db, "flush", true); /* the memtable stays queued */
+        else set_bg_error(db, rc, "flush");
     } else if ((rc = install_edit(db, cf, &edit)) != TDB_OK) {
         discard_outputs(db, &edit);
         set_bg_error(db, rc, "flush install");
@@ -183,6 +209,7 @@ static void flush_oldest(tdb_t *db, tdb_cf_t *cf) {
         rc = db_write_manifest_locked(db);
         if (cf_install_sv(cf) != TDB_OK) set_bg_error(db, TDB_ERR_NOMEM, "superversion");
         if (rc == TDB_OK) db_delete_obsolete_wals(db);
+        if (rc == TDB_OK) note_space_ok(db);
         atomic_fetch_add(&db->ctr.flush_bytes, ctx.bytes_written);
         atomic_fetch_add(&db->ctr.flushes, 1);
         db_log(db, TDB_LOG_DEBUG, "flushed memtable of '%s': %d table(s), %llu bytes", cf->name, edit.n_add,
@@ -224,13 +251,15 @@ static int run_compaction(tdb_t *db, tdb_cf_t *cf, compaction_t *c) {
         if (!move) discard_outputs(db, &edit);
     } else if (rc != TDB_OK) {
         if (!move) discard_outputs(db, &edit);
-        set_bg_error(db, rc, "compaction");
+        if (rc == TDB_ERR_NO_SPACE) note_no_space(db, "compaction", false); /* inputs stay */
+        else set_bg_error(db, rc, "compaction");
     } else if ((rc = install_edit(db, cf, &edit)) != TDB_OK) {
         if (!move) discard_outputs(db, &edit);
         set_bg_error(db, rc, "compaction install");
     } else {
         rc = db_write_manifest_locked(db);
         if (cf_install_sv(cf) != TDB_OK) set_bg_error(db, TDB_ERR_NOMEM, "superversion");
+        if (rc == TDB_OK && !move) note_space_ok(db);
         if (move) {
             uint64_t bytes = 0;
             for (int i = 0; i < c->nin[0]; i++) bytes += c->in[0][i]->file_size;
@@ -292,6 +321,16 @@ static bool do_compaction_work(tdb_t *db, uint32_t *rr) {
     return false;
 }
 
+/* Wait on bg_cv for at most us microseconds (mu held). */
+static void wait_us(tdb_t *db, uint64_t us) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ns = (uint64_t)ts.tv_nsec + us * 1000u;
+    ts.tv_sec += (time_t)(ns / 1000000000u);
+    ts.tv_nsec = (long)(ns % 1000000000u);
+    pthread_cond_timedwait(&db->bg_cv, &db->mu, &ts);
+}
+
 typedef struct worker_arg {
     tdb_t *db;
     bool flusher;
@@ -306,7 +345,12 @@ static void *worker_main(void *p) {
     pthread_mutex_lock(&db->mu);
     while (!db->shutting_down) {
         bool did = false;
-        if (db->bg_error == TDB_OK && db->ncf_slots)
+        uint64_t now = db->nospace_retry_at ? db->env->now_micros(db->env) : 0;
+        if (now && now < db->nospace_retry_at) { /* out of space: back off, then retry */
+            wait_us(db, db->nospace_retry_at - now);
+            continue;
+        }
+        if (db->bg_error == TDB_OK && db->ncf_slots && !db->bg_paused)
             did = a.flusher ? do_flush_work(db, &rr) : do_compaction_work(db, &rr);
         if (!did && !db->shutting_down) pthread_cond_wait(&db->bg_cv, &db->mu);
     }
@@ -366,15 +410,58 @@ static bool busy(tdb_t *db, tdb_cf_t *only) {
     return false;
 }
 
+/* TDB_ERR_BUSY if background work is paused (mu held): waiting for it
+ * would last until tdb_continue_background. */
+static int check_not_paused(tdb_t *db, const char *what) {
+    if (!db->bg_paused) return TDB_OK;
+    return tdb_err(TDB_ERR_BUSY, "%s: background work is paused (tdb_pause_background)", what);
+}
+
+int tdb_pause_background(tdb_t *db) {
+    if (!db) return tdb_err(TDB_ERR_INVALID_ARG, "database handle is NULL");
+    pthread_mutex_lock(&db->mu);
+    db->bg_paused++;
+    while (db->bg_flush_running || db->bg_compact_running) pthread_cond_wait(&db->done_cv, &db->mu);
+    pthread_mutex_unlock(&db->mu);
+    db_log(db, TDB_LOG_INFO, "background work paused");
+    return TDB_OK;
+}
+
+int tdb_continue_background(tdb_t *db) {
+    if (!db) return tdb_err(TDB_ERR_INVALID_ARG, "database handle is NULL");
+    pthread_mutex_lock(&db->mu);
+    if (!db->bg_paused) {
+        pthread_mutex_unlock(&db->mu);
+        return tdb_err(TDB_ERR_INVALID_ARG, "tdb_continue_background without tdb_pause_background");
+    }
+    if (--db->bg_paused == 0) {
+        db_maybe_schedule(db);
+        pthread_cond_broadcast(&db->done_cv); /* stalled writers re-check at once */
+    }
+    pthread_mutex_unlock(&db->mu);
+    db_log(db, TDB_LOG_INFO, "background work continued");
+    return TDB_OK;
+}
+
 int tdb_wait_idle(tdb_t *db) {
     if (!db) return tdb_err(TDB_ERR_INVALID_ARG, "database handle is NULL");
     pthread_mutex_lock(&db->mu);
+    int prc = check_not_paused(db, "tdb_wait_idle");
+    if (prc != TDB_OK) {
+        pthread_mutex_unlock(&db->mu);
+        return prc;
+    }
+    uint64_t events = db->nospace_events;
+    bool nospace = false;
     while (db->bg_error == TDB_OK && !db->shutting_down && busy(db, NULL)) {
+        if ((nospace = db->nospace_events != events)) break; /* would wait as long as the disk is full */
         db_maybe_schedule(db);
         pthread_cond_wait(&db->done_cv, &db->mu);
     }
     int rc = db->bg_error;
     pthread_mutex_unlock(&db->mu);
+    if (rc == TDB_OK && nospace)
+        return tdb_err(TDB_ERR_NO_SPACE, "background work out of space; it is retried once space is freed");
     return rc == TDB_OK ? TDB_OK : tdb_err(TDB_ERR_READ_ONLY, "background error: %s", tdb_strerror(rc));
 }
 
@@ -385,6 +472,8 @@ int tdb_flush(tdb_t *db, tdb_cf_t *only) {
     writer_t ex;
     pthread_mutex_lock(&db->mu);
     db_enter_exclusive(db, &ex);
+    uint64_t nospace = db->nospace_flushes;
+    db->nospace_retry_at = 0; /* an explicit flush retries one that ran out of space now */
     bool rotated = false;
     for (uint32_t i = 0; i < db->ncf_slots && rc == TDB_OK && db->bg_error == TDB_OK; i++) {
         tdb_cf_t *cf = db->cfs[i];
@@ -399,13 +488,25 @@ int tdb_flush(tdb_t *db, tdb_cf_t *only) {
     db_exit_exclusive(db, &ex);
     for (;;) {
         if (rc == TDB_OK && db->bg_error != TDB_OK) rc = tdb_err(TDB_ERR_READ_ONLY, "background error: %s", tdb_strerror(db->bg_error));
+        if (rc == TDB_OK && db->nospace_flushes != nospace)
+            rc = tdb_err(TDB_ERR_NO_SPACE, "flush out of space: the memtable stays queued and is flushed once "
+                                           "space is freed");
         if (rc != TDB_OK || db->shutting_down) break;
-        bool pending = false;
+        bool pending = false, flushed = false;
         for (uint32_t i = 0; i < db->ncf_slots; i++) {
             tdb_cf_t *cf = db->cfs[i];
             if (cf && !atomic_load(&cf->dropped) && (!only || cf == only) && (cf->nimm || cf->flushing)) pending = true;
+            if (pending && db->bg_paused && !flushed && cf && !atomic_load(&cf->dropped) && (!only || cf == only) &&
+                cf->nimm && !cf->flushing) { /* paused: flush in this thread */
+                cf->flushing = true;
+                db->bg_flush_running++;
+                flush_oldest(db, cf);
+                db->bg_flush_running--;
+                flushed = true;
+            }
         }
         if (!pending) break;
+        if (flushed) continue;
         db_maybe_schedule(db);
         pthread_cond_wait(&db->done_cv, &db->mu);
     }

@@ -25,13 +25,25 @@
  *  6. Installing a new version (flush, compaction, family create/drop) holds
  *     manifest_mu from building the new state until it is installed, so
  *     manifest writes and installs happen in the same order.
+ *  7. Errors: a failed fsync (WAL or manifest), a failed manifest write and
+ *     any other write I/O error set the sticky bg_error (writes refused with
+ *     TDB_ERR_READ_ONLY until reopen). Out of space (TDB_ERR_NO_SPACE) on a
+ *     WAL append, a table write or a WAL creation is not sticky: the write
+ *     fails with NO_SPACE and nothing of it is applied; the next write
+ *     leader first continues in a fresh WAL (the torn one is cut back to
+ *     its last complete record and synced, wal.h); a failed flush or
+ *     compaction discards its output, keeps its inputs (the memtable stays
+ *     queued) and is retried after a backoff (10 ms doubling to 1 s, or at
+ *     once by tdb_flush); writers that would have to wait for it get
+ *     NO_SPACE instead of stalling.
  *
  * Locks (acquire in this order): manifest_mu -> mu -> sv_mu, wal_mu.
  *  - mu: family list and per-family memtable queue, versions, the writer
  *    queue, background job state.
  *  - sv_mu: guards each family's superversion pointer swap; readers hold it
  *    only to take a reference.
- *  - wal_mu: the WAL handle against the interval-sync thread and rotation.
+ *  - wal_mu: every use of the WAL handle (leader append/sync, interval
+ *    sync thread, tdb_sync, rotation).
  */
 #ifndef TDB_DB_IMPL_H
 #define TDB_DB_IMPL_H
@@ -116,6 +128,11 @@ typedef struct writer {
     bool sync;
     bool done;
     int rc;
+    /* Back-pressure bound: now_micros after which the leader takes the
+     * writer out of the queue with TDB_ERR_BUSY (0 = none; stall_expired
+     * set). Under mu. */
+    uint64_t stall_deadline;
+    bool stall_expired;
     /* Parallel memtable insert: the leader asks a member to apply its own
      * batch (apply_now), the member reports apply_rc and decrements
      * *pending, waking `leader` at zero. All under mu. */
@@ -129,7 +146,7 @@ typedef struct writer {
 
 typedef struct db_counters {
     atomic_uint_fast64_t user_bytes, wal_bytes, flush_bytes, compact_read,
-        compact_written, flushes, compactions, stall_micros, stall_max, stalls, delays;
+        compact_written, flushes, compactions, stall_micros, stall_max, stalls, delays, stall_timeouts;
 } db_counters_t;
 
 struct tdb {
@@ -153,13 +170,22 @@ struct tdb {
     uint64_t next_file_number;
     writer_t *wq_head, *wq_tail;
     int bg_flush_running, bg_compact_running;
+    int bg_paused;          /* tdb_pause_background count: no new jobs while > 0 */
     bool shutting_down;
     int bg_error;           /* sticky: first background failure (TDB_OK if none) */
+    /* Out of space (not sticky, see invariant 7). */
+    bool wal_nospace;       /* the WAL's last append failed: next leader starts a new log */
+    bool bg_nospace;        /* the last flush/compaction failed for lack of space */
+    uint64_t nospace_events;   /* flushes and compactions failed for lack of space */
+    uint64_t nospace_flushes;  /* ...of them flushes */
+    uint64_t nospace_retry_at; /* now_micros before which background work waits */
+    uint64_t nospace_backoff;  /* current wait, microseconds (0: none) */
     uint64_t *snapshots;    /* live snapshot sequences, ascending (multiset) */
     int nsnap, cap_snap;
     atomic_bool keep_files; /* open/close: obsolete files are not deleted */
 
-    /* WAL: written only by the write leader; wal_mu for swap vs sync. */
+    /* WAL: written only by the write leader, under wal_mu (against the
+     * interval-sync thread, tdb_sync and rotation). */
     wal_writer_t *wal;
     uint64_t wal_number;
     atomic_bool wal_dirty; /* unsynced bytes (INTERVAL mode) */
@@ -173,6 +199,8 @@ struct tdb {
      * txn layer (above db), freed at close through lock_mgr_free. */
     void *lock_mgr;
     void (*lock_mgr_free)(void *);
+    /* Its counters for tdb_get_stats: waits, deadlocks, timeouts. */
+    void (*lock_mgr_counts)(void *, uint64_t *waits, uint64_t *deadlocks, uint64_t *timeouts);
     atomic_uint_fast64_t next_txn_id;
     size_t mem_budget;                 /* max_memory_usage, resolved */
     size_t memtable_budget;            /* share of mem_budget for memtables */
@@ -244,6 +272,9 @@ int db_switch_memtable(tdb_t *db, tdb_cf_t *cf);
 int db_apply_batch(tdb_t *db, slice_t rep, uint64_t min_log_for_cf_skip);
 /* Commit a batch through the write queue with an optional validation. */
 int db_write_validated(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx);
+/* ...with a back-pressure bound (0 = the config's write_stall_timeout_ms,
+ * < 0 = none): past it TDB_ERR_BUSY, nothing applied, fn not called. */
+int db_write_bounded(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx, int64_t stall_timeout_ms);
 /* Newest committed entry of key in cf (any type, incl. deletions and range
  * tombstones covering key): 1 and its sequence, 0 if the key has no entry,
  * <0 on error. */

@@ -82,8 +82,11 @@ static void find_next_user_entry(tdb_iter_t *it, bool skipping) {
         }
         slice_t uk = ikey_user(ik);
         if (skipping && slice_compare(uk, buf_slice(&it->saved_key)) <= 0) continue;
-        slice_t v;
-        int k = classify(it, ik, iter_value(it->in), &v);
+        slice_t v, raw = iter_value(it->in);
+        /* A value that could not be read (separated value, block) comes back
+         * empty with the error in the status: stop, never return it. */
+        if (raw.size == 0 && iter_status(it->in) != TDB_OK) break;
+        int k = classify(it, ik, raw, &v);
         if (k < 0) continue;
         if (k == 0) {
             buf_clear(&it->saved_key);
@@ -111,8 +114,9 @@ static void find_prev_user_entry(tdb_iter_t *it) {
             it->status = tdb_err(TDB_ERR_CORRUPTION, "malformed internal key");
             break;
         }
-        slice_t uk = ikey_user(ik), v;
-        int k = classify(it, ik, iter_value(it->in), &v);
+        slice_t uk = ikey_user(ik), v, raw = iter_value(it->in);
+        if (raw.size == 0 && iter_status(it->in) != TDB_OK) break; /* unreadable value */
+        int k = classify(it, ik, raw, &v);
         if (k >= 0) {
             if (last_kind == 1 && slice_compare(uk, buf_slice(&it->saved_key)) < 0) break;
             last_kind = k;

@@ -199,6 +199,19 @@ int db_recover(tdb_t *db, bool *created) {
     }
     atomic_store(&db->visible_seq, atomic_load(&db->last_seq));
 
+    /* A new database exists once its MANIFEST does: write it before the
+     * first WAL (naming that WAL as every family's log), so a crash during
+     * creation leaves no data file without a MANIFEST. */
+    if (*created) {
+        for (uint32_t i = 0; i < db->ncf_slots; i++)
+            if (db->cfs[i]) db->cfs[i]->log_number = db->next_file_number;
+        pthread_mutex_lock(&db->manifest_mu);
+        pthread_mutex_lock(&db->mu);
+        rc = db_write_manifest_locked(db);
+        pthread_mutex_unlock(&db->mu);
+        pthread_mutex_unlock(&db->manifest_mu);
+        if (rc != TDB_OK) goto err;
+    }
     /* New WAL, then the manifest that no longer needs the old ones. */
     TRY(db_rotate_wal(db));
     for (uint32_t i = 0; i < db->ncf_slots; i++) {
@@ -267,6 +280,19 @@ int tdb_bg_error(tdb_t *db) {
     return rc;
 }
 
+/* Sync the directory holding path (after creating path in it). */
+static int sync_parent_dir(env_t *env, const char *path) {
+    char dir[4096];
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--; /* "a/b/" names b */
+    while (n > 0 && path[n - 1] != '/') n--;
+    while (n > 1 && path[n - 1] == '/') n--;
+    if (n == 0) snprintf(dir, sizeof dir, ".");
+    else if (n >= sizeof dir) return tdb_err(TDB_ERR_INVALID_ARG, "%s: path too long", path);
+    else snprintf(dir, sizeof dir, "%.*s", (int)n, path);
+    return env->sync_dir(env, dir);
+}
+
 int tdb_open_env(const char *path, const tdb_config_t *cfg, env_t *env, tdb_t **out) {
     int rc = TDB_OK;
     tdb_t *db = NULL;
@@ -291,6 +317,7 @@ int tdb_open_env(const char *path, const tdb_config_t *cfg, env_t *env, tdb_t **
     if (!db->env->exists(db->env, path)) {
         if (!c.create_if_missing) RAISE(TDB_ERR_NOT_FOUND, "%s does not exist (create_if_missing is off)", path);
         TRY(db->env->mkdir(db->env, path));
+        TRY(sync_parent_dir(db->env, path)); /* the new directory's entry is durable */
     }
     char lockpath[4096];
     snprintf(lockpath, sizeof lockpath, "%s/LOCK", path);
@@ -343,7 +370,9 @@ err:
 int tdb_close(tdb_t *db) {
     if (!db) return tdb_err(TDB_ERR_INVALID_ARG, "database handle is NULL");
     db_log(db, TDB_LOG_INFO, "closing %s", db->path);
-    int rc = db->bg_error;
+    /* Background jobs may still set bg_error until they are stopped. */
+    db_stop_background(db);
+    int rc = tdb_bg_error(db);
     db_destroy(db);
     return rc == TDB_OK ? TDB_OK : tdb_err(rc, "database closed after a background error");
 }

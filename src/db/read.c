@@ -122,10 +122,18 @@ static void add_cf_stats(tdb_cf_t *cf, tdb_stats_t *s) {
     s->memtable_bytes += memtable_memory_usage(cf->mem.mem);
     s->num_entries_estimate += memtable_num_entries(cf->mem.mem);
     s->immutable_memtables += (uint64_t)cf->nimm;
+    s->flushes_pending += (uint64_t)(cf->nimm - (cf->flushing && cf->nimm ? 1 : 0));
     for (int i = 0; i < cf->nimm; i++) {
         s->memtable_bytes += memtable_memory_usage(cf->imm[i].mem);
         s->num_entries_estimate += memtable_num_entries(cf->imm[i].mem);
     }
+    /* Levels over their compaction trigger (compaction.h scores >= 1). */
+    compaction_opts_t o = db_compaction_opts(cf);
+    uint64_t target[TDB_MAX_LEVELS];
+    compaction_level_targets(cf->current, &o, target);
+    if (version_num_files(cf->current, 1) >= o.l1_file_count_trigger) s->compactions_pending++;
+    for (int l = 2; l < TDB_MAX_LEVELS - 1; l++)
+        if (target[l] && version_level_bytes(cf->current, l) > target[l]) s->compactions_pending++;
 }
 
 int tdb_get_stats(tdb_t *db, tdb_cf_t *cf, tdb_stats_t *out) {
@@ -159,6 +167,12 @@ int tdb_get_stats(tdb_t *db, tdb_cf_t *cf, tdb_stats_t *out) {
     out->stall_max_micros = atomic_load(&db->ctr.stall_max);
     out->stalls = atomic_load(&db->ctr.stalls);
     out->slowdowns = atomic_load(&db->ctr.delays);
+    out->stall_timeouts = atomic_load(&db->ctr.stall_timeouts);
+    pthread_mutex_lock(&db->mu);
+    out->background_paused = db->bg_paused;
+    if (db->lock_mgr && db->lock_mgr_counts)
+        db->lock_mgr_counts(db->lock_mgr, &out->lock_waits, &out->lock_deadlocks, &out->lock_timeouts);
+    pthread_mutex_unlock(&db->mu);
     out->memory_budget = db->mem_budget;
     out->last_sequence = atomic_load(&db->visible_seq);
     return TDB_OK;

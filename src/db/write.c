@@ -46,6 +46,7 @@ int db_rotate_wal(tdb_t *db) {
     atomic_store(&db->wal_dirty, false);
     pthread_mutex_unlock(&db->wal_mu);
     if (old) wal_writer_close(old, 0);
+    db->wal_nospace = false;
     return TDB_OK;
 err:
     if (nw) {
@@ -53,6 +54,29 @@ err:
         db->env->remove(db->env, path);
     }
     return rc;
+}
+
+/* The last WAL append ran out of space (its partial record was cut off
+ * right then, wal.h; the writer takes no more appends): continue in a fresh
+ * log before the next group (mu held, as leader). A log with records is
+ * rotated; a log without any is recreated empty under the same number, so
+ * writes retried while the disk stays full do not pile up log files. On
+ * failure the state stays and the next write tries again. */
+static int resume_wal_after_nospace(tdb_t *db) {
+    if (wal_writer_size(db->wal) > 0) return db_rotate_wal(db);
+    char path[4096];
+    wal_writer_t *nw = NULL;
+    db_wal_name(path, sizeof path, db->path, db->wal_number);
+    int rc = wal_writer_open(db->env, path, &nw);
+    if (rc != TDB_OK) return rc;
+    pthread_mutex_lock(&db->wal_mu);
+    wal_writer_t *old = db->wal;
+    db->wal = nw;
+    atomic_store(&db->wal_dirty, false);
+    pthread_mutex_unlock(&db->wal_mu);
+    wal_writer_close(old, 0);
+    db->wal_nospace = false;
+    return TDB_OK;
 }
 
 /* Move cf's active memtable to the immutable queue (mu held, as leader). */
@@ -79,23 +103,94 @@ err:
     return rc;
 }
 
+/* Memtable apply. A batch of fewer than SMALL_BATCH_ENTRIES entries is
+ * inserted in batch order through the memtable's serial hint (sequential
+ * keys skip the skip-list descent): only the write leader and recovery
+ * apply such batches, one at a time. A larger batch is decoded whole,
+ * sorted by (family, key, newest first) and inserted through one hint per
+ * family, so neighbouring keys share most of the descent; its own writer
+ * thread may insert it in parallel with the leader (apply_group). */
+#define SMALL_BATCH_ENTRIES 16
+
+typedef struct sort_item {
+    batch_entry_t e;
+    uint64_t seq;
+} sort_item_t;
+
 typedef struct apply_ctx {
     tdb_t *db;
     uint64_t wal_number; /* recovery: skip families whose log_number is newer */
+    sort_item_t *v;      /* sorted apply: the decoded entries */
+    uint32_t n;
+    bool serial;         /* small batch: may use the memtable's serial hint */
 } apply_ctx_t;
+
+/* The family an entry goes to, or NULL to skip it (dropped, or recovery
+ * of a log older than the family's flushed state). */
+static tdb_cf_t *apply_cf(const apply_ctx_t *c, uint32_t cf_id) {
+    tdb_cf_t *cf = cf_by_id(c->db, cf_id);
+    if (!cf || atomic_load(&cf->dropped)) return NULL;                /* family dropped */
+    if (c->wal_number && c->wal_number < cf->log_number) return NULL; /* already flushed */
+    return cf;
+}
 
 /* Insert one batch entry into its family's active memtable. */
 static int apply_entry(void *arg, uint64_t seq, const batch_entry_t *e) {
-    apply_ctx_t *c = (apply_ctx_t *)arg;
-    tdb_cf_t *cf = cf_by_id(c->db, e->cf_id);
-    if (!cf || atomic_load(&cf->dropped)) return TDB_OK; /* family dropped */
-    if (c->wal_number && c->wal_number < cf->log_number) return TDB_OK; /* already flushed */
+    const apply_ctx_t *c = (const apply_ctx_t *)arg;
+    tdb_cf_t *cf = apply_cf(c, e->cf_id);
+    if (!cf) return TDB_OK;
+    if (c->serial) return memtable_add_serial(cf->mem.mem, seq, e->type, e->key, e->value);
     return memtable_add(cf->mem.mem, seq, e->type, e->key, e->value);
 }
 
+/* Sorted apply, pass 1: collect the decoded entries. */
+static int collect_entry(void *arg, uint64_t seq, const batch_entry_t *e) {
+    apply_ctx_t *c = (apply_ctx_t *)arg;
+    c->v[c->n].e = *e;
+    c->v[c->n++].seq = seq;
+    return TDB_OK;
+}
+
+/* Internal-key order of two collected entries, family first. */
+static int sort_item_cmp(const void *a, const void *b) {
+    const sort_item_t *x = (const sort_item_t *)a, *y = (const sort_item_t *)b;
+    if (x->e.cf_id != y->e.cf_id) return x->e.cf_id < y->e.cf_id ? -1 : 1;
+    int r = slice_compare(x->e.key, y->e.key);
+    if (r) return r;
+    return x->seq > y->seq ? -1 : (x->seq < y->seq); /* newest first */
+}
+
+/* Insert a large batch in key order (see above). */
+static int apply_sorted(apply_ctx_t *c, slice_t rep, uint32_t n) {
+    c->v = (sort_item_t *)malloc((size_t)n * sizeof *c->v);
+    if (!c->v) return batch_iterate(rep, apply_entry, c); /* no memory to sort: batch order */
+    c->n = 0;
+    int rc = batch_iterate(rep, collect_entry, c); /* validates the whole batch first */
+    if (rc == TDB_OK) qsort(c->v, c->n, sizeof *c->v, sort_item_cmp);
+    memtable_hint_t hint;
+    tdb_cf_t *hcf = NULL;
+    for (uint32_t i = 0; i < c->n && rc == TDB_OK; i++) {
+        const batch_entry_t *e = &c->v[i].e;
+        tdb_cf_t *cf = apply_cf(c, e->cf_id);
+        if (!cf) continue;
+        if (cf != hcf) {
+            memtable_hint_init(&hint);
+            hcf = cf;
+        }
+        rc = memtable_add_hint(cf->mem.mem, &hint, c->v[i].seq, e->type, e->key, e->value);
+    }
+    free(c->v);
+    return rc;
+}
+
 int db_apply_batch(tdb_t *db, slice_t rep, uint64_t wal_number) {
-    apply_ctx_t c = {db, wal_number};
-    return batch_iterate(rep, apply_entry, &c);
+    apply_ctx_t c = {db, wal_number, NULL, 0, false};
+    uint32_t n = batch_count_raw(rep);
+    c.serial = n < SMALL_BATCH_ENTRIES; /* only such batches are applied by the leader alone */
+    /* An entry takes at least 4 bytes: a larger count is corrupt, and
+     * batch_iterate reports it without allocating for it. */
+    if (n < SMALL_BATCH_ENTRIES || n > rep.size / 4) return batch_iterate(rep, apply_entry, &c);
+    return apply_sorted(&c, rep, n);
 }
 
 /* Time since an arbitrary origin, microseconds. */
@@ -173,6 +268,38 @@ static int switch_cf(tdb_t *db, tdb_cf_t *cf, bool *rotated) {
     return rc == TDB_OK ? db_switch_memtable(db, cf) : rc;
 }
 
+/* Take the queued writers whose back-pressure bound passed out of the queue
+ * (mu held, by the stalled leader `self`; self itself is the caller's): each
+ * fails alone with TDB_ERR_BUSY and stall_expired, nothing of it numbered
+ * or written. Members of the leader's group (self..*last, *n of them) leave
+ * the group too. Returns the nearest deadline still pending (0: none). */
+static uint64_t expire_stalled(tdb_t *db, writer_t *self, writer_t **last, int *n, uint64_t t) {
+    uint64_t next = 0;
+    bool in_group = self != *last;
+    writer_t *prev = self;
+    for (writer_t *w = self->next; w; w = prev->next) {
+        bool was_last = w == *last;
+        if (w->stall_deadline && t >= w->stall_deadline) {
+            prev->next = w->next;
+            if (db->wq_tail == w) db->wq_tail = prev;
+            if (in_group) {
+                (*n)--;
+                if (was_last) *last = prev;
+            }
+            w->stall_expired = true;
+            w->rc = TDB_ERR_BUSY;
+            w->done = true;
+            atomic_fetch_add(&db->ctr.stall_timeouts, 1);
+            pthread_cond_signal(&w->cv);
+        } else {
+            if (w->stall_deadline && (!next || w->stall_deadline < next)) next = w->stall_deadline;
+            prev = w;
+        }
+        if (was_last) in_group = false;
+    }
+    return next;
+}
+
 /* Ensure every family the group writes has memtable room, keep the memtables
  * inside the memory budget, and apply back-pressure (mu held, as leader):
  *  - pressure p in [0.5, 1): the group is delayed by up to 2 ms, growing
@@ -180,8 +307,12 @@ static int switch_cf(tdb_t *db, tdb_cf_t *cf, bool *rotated) {
  *  - p >= 1 (l0_queue_stall_threshold immutable memtables, level 1 at 8x
  *    its trigger, or memtables over budget with nothing left to switch):
  *    writers wait for background progress; a wait with no progress for
- *    STALL_NO_PROGRESS_LIMIT_US returns TDB_ERR_BUSY. */
-static int make_room(tdb_t *db, tdb_cf_t **cfs, int ncfs) {
+ *    STALL_NO_PROGRESS_LIMIT_US returns TDB_ERR_BUSY (the whole group).
+ *    Meanwhile every queued writer whose stall_deadline passes leaves the
+ *    queue alone with TDB_ERR_BUSY (expire_stalled); if that is the leader
+ *    itself, make_room returns TDB_ERR_BUSY with self->stall_expired set
+ *    and the rest of the group stays queued for the next leader. */
+static int make_room(tdb_t *db, writer_t *self, writer_t **last, int *n, tdb_cf_t **cfs, int ncfs) {
     uint64_t stall_start = 0, last_progress = 0;
     uint64_t progress_mark = atomic_load(&db->ctr.flushes) + atomic_load(&db->ctr.compactions);
     bool delayed = false;
@@ -221,6 +352,9 @@ static int make_room(tdb_t *db, tdb_cf_t **cfs, int ncfs) {
         if (pm >= 1.0) pressure = 1.0;
         else if (pm >= 0.75 && 0.5 + (pm - 0.75) * 2 > pressure) pressure = 0.5 + (pm - 0.75) * 2;
         wait = pressure >= 1.0;
+        if (wait && db->bg_nospace) /* waiting would last as long as the disk stays full */
+            return tdb_err(TDB_ERR_NO_SPACE, "write refused: flush/compaction cannot write (disk full); "
+                                             "writes resume once space is freed");
         if (!wait) {
             if (pressure >= 0.5 && !delayed) {
                 /* One graduated delay per group: 0..2 ms as p goes 0.5 -> 1. */
@@ -242,6 +376,15 @@ static int make_room(tdb_t *db, tdb_cf_t **cfs, int ncfs) {
             stall_start = last_progress = t;
             atomic_fetch_add(&db->ctr.stalls, 1);
         }
+        uint64_t next_deadline = expire_stalled(db, self, last, n, t);
+        if (self->stall_deadline && t >= self->stall_deadline) {
+            self->stall_expired = true;
+            atomic_fetch_add(&db->ctr.stall_timeouts, 1);
+            atomic_fetch_add(&db->ctr.stall_micros, t - stall_start);
+            return TDB_ERR_BUSY; /* the writer's thread words the error (db_write_bounded) */
+        }
+        if (self->stall_deadline && (!next_deadline || self->stall_deadline < next_deadline))
+            next_deadline = self->stall_deadline;
         uint64_t mark = atomic_load(&db->ctr.flushes) + atomic_load(&db->ctr.compactions);
         if (mark != progress_mark) {
             progress_mark = mark;
@@ -252,7 +395,8 @@ static int make_room(tdb_t *db, tdb_cf_t **cfs, int ncfs) {
                            STALL_NO_PROGRESS_LIMIT_US / 1000000u);
         }
         db_maybe_schedule(db);
-        wait_done(db, 100000);
+        /* Wake for the nearest stall deadline (+1 ms) if it comes first. */
+        wait_done(db, next_deadline && next_deadline - t < 99000 ? next_deadline - t + 1000 : 100000);
     }
     if (stall_start) {
         uint64_t d = now_us(db) - stall_start;
@@ -330,8 +474,9 @@ static int gk_visit(void *ctx, uint64_t seq, const batch_entry_t *e) {
 }
 
 /* Batches at least this large are inserted by their own writer thread, in
- * parallel with the rest of the group (the memtable takes concurrent adds). */
-#define PARALLEL_APPLY_MIN_ENTRIES 16
+ * parallel with the rest of the group (the memtable takes concurrent adds;
+ * smaller ones use the memtable's serial hint, so only the leader may). */
+#define PARALLEL_APPLY_MIN_ENTRIES SMALL_BATCH_ENTRIES
 
 /* Insert the group's surviving batches into the memtables: large batches of
  * other members by their own threads, the rest by the leader. Returns when
@@ -388,7 +533,17 @@ static void commit_group(tdb_t *db, writer_t *self) {
         int nb = batch_cfs(w->batch, &bc);
         for (int i = 0; i < nb && rc == TDB_OK; i++) rc = note_cf(&cfs, &ncfs, &capcfs, bc[i]);
     }
-    if (rc == TDB_OK) rc = make_room(db, cfs, ncfs);
+    if (rc == TDB_OK && db->wal_nospace) rc = resume_wal_after_nospace(db);
+    if (rc == TDB_OK) rc = make_room(db, self, &last, &n, cfs, ncfs);
+    if (self->stall_expired) { /* the leader alone gives up; the next writer leads the rest */
+        self->rc = rc;
+        self->done = true;
+        db->wq_head = self->next;
+        if (!db->wq_head) db->wq_tail = NULL;
+        else pthread_cond_signal(&db->wq_head->cv);
+        free(cfs);
+        return;
+    }
     for (writer_t *w = self; rc == TDB_OK; w = w->next) {
         tdb_cf_t **bc;
         int nb = batch_cfs(w->batch, &bc);
@@ -405,7 +560,7 @@ static void commit_group(tdb_t *db, writer_t *self) {
     if (rc == TDB_OK && !payloads) rc = tdb_err(TDB_ERR_NOMEM, "write group");
     group_keys_t gk = {0};
     int np = 0;
-    bool sync = false, dirty = false;
+    bool sync = false, dirty = false, wal_full = false;
     uint64_t seq = atomic_load(&db->last_seq) + 1, user_bytes = 0;
     for (writer_t *w = self; rc == TDB_OK; w = w->next) {
         if (w->rc == TDB_OK && w->validate) w->rc = w->validate(w->vctx, db, &gk);
@@ -428,12 +583,33 @@ static void commit_group(tdb_t *db, writer_t *self) {
     free(gk.slots);
 
     if (rc == TDB_OK && np > 0) {
+        /* wal_mu: the interval-sync thread and tdb_sync use the same
+         * writer (one thread at a time, wal.h). */
+        pthread_mutex_lock(&db->wal_mu);
         uint64_t before = wal_writer_size(db->wal);
         rc = wal_writer_add(db->wal, payloads, np);
+        wal_full = rc == TDB_ERR_NO_SPACE;
         if (rc == TDB_OK && sync) rc = wal_writer_sync(db->wal);
         if (rc == TDB_OK && dirty && !sync) atomic_store(&db->wal_dirty, true);
         atomic_fetch_add(&db->ctr.wal_bytes, wal_writer_size(db->wal) - before);
-        if (rc != TDB_OK) {
+        char detail[512];
+        int r = TDB_OK;
+        if (wal_full) {
+            snprintf(detail, sizeof detail, "%s", tdb_last_error());
+            r = wal_writer_sync(db->wal); /* cut the partial record off now (wal.h) */
+        }
+        pthread_mutex_unlock(&db->wal_mu);
+        if (wal_full) {
+            if (r != TDB_OK) { /* could not cut it: sticky like any failed sync */
+                wal_full = false;
+                rc = r;
+                db_log(db, TDB_LOG_ERROR, "WAL truncation after running out of space failed: %s", tdb_last_error());
+            } else {
+                db_log(db, TDB_LOG_WARN, "WAL append out of space, write refused: %s", detail);
+                rc = tdb_err(TDB_ERR_NO_SPACE, "disk full: the write was not applied; writes resume once space is "
+                                               "freed (%s)", detail);
+            }
+        } else if (rc != TDB_OK) {
             db_log(db, TDB_LOG_ERROR, "WAL write failed: %s", tdb_last_error());
         } else {
             rc = apply_group(db, self, last);
@@ -446,7 +622,8 @@ static void commit_group(tdb_t *db, writer_t *self) {
     }
 
     pthread_mutex_lock(&db->mu);
-    if (rc != TDB_OK && np > 0) db_set_bg_error_locked(db, rc); /* sticky: WAL state unknown */
+    if (wal_full) db->wal_nospace = true; /* not sticky: the next leader starts a new log */
+    else if (rc != TDB_OK && np > 0) db_set_bg_error_locked(db, rc); /* sticky: WAL state unknown */
     for (writer_t *w = self;; w = w->next) {
         if (rc != TDB_OK) w->rc = rc;
         w->done = true;
@@ -495,7 +672,7 @@ void db_exit_exclusive(tdb_t *db, writer_t *w) {
     pthread_cond_destroy(&w->cv);
 }
 
-int db_write_validated(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx) {
+int db_write_bounded(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx, int64_t stall_timeout_ms) {
     if (!db || !b) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_write: NULL argument");
     if (tdb_batch_count(b) == 0) return TDB_OK;
     tdb_cf_t **cfs;
@@ -510,16 +687,35 @@ int db_write_validated(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *c
         if (rc != TDB_OK) return rc;
         w.sync |= db_cf_sync_mode(db, cfs[i]) == TDB_SYNC_FULL;
     }
+    if (stall_timeout_ms == 0) stall_timeout_ms = db->cfg.write_stall_timeout_ms;
+    uint64_t start = now_us(db);
+    if (stall_timeout_ms > 0) w.stall_deadline = start + (uint64_t)stall_timeout_ms * 1000u;
     pthread_cond_init(&w.cv, NULL);
     pthread_mutex_lock(&db->mu);
     enqueue_and_wait(db, &w);
     if (!w.done) commit_group(db, &w);
+    bool paused = db->bg_paused > 0;
     pthread_mutex_unlock(&db->mu);
     pthread_cond_destroy(&w.cv);
+    if (w.stall_expired)
+        return tdb_err(TDB_ERR_BUSY, "write stalled by back-pressure for %llu ms (stall timeout %lld ms): "
+                                     "flush/compaction is behind%s; nothing was written, retry later",
+                       (unsigned long long)((now_us(db) - start) / 1000u), (long long)stall_timeout_ms,
+                       paused ? " (background work is paused)" : "");
     return w.rc;
 }
 
-int tdb_write(tdb_t *db, tdb_batch_t *b) { return db_write_validated(db, b, NULL, NULL); }
+int db_write_validated(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx) {
+    return db_write_bounded(db, b, fn, ctx, 0);
+}
+
+int tdb_write(tdb_t *db, tdb_batch_t *b) { return db_write_bounded(db, b, NULL, NULL, 0); }
+
+void tdb_write_options_default(tdb_write_options_t *o) { memset(o, 0, sizeof *o); }
+
+int tdb_write_opt(tdb_t *db, tdb_batch_t *b, const tdb_write_options_t *opts) {
+    return db_write_bounded(db, b, NULL, NULL, opts ? opts->stall_timeout_ms : 0);
+}
 
 /* Single-operation convenience: a one-entry batch on the stack's heap. */
 static int write_one(tdb_t *db, tdb_cf_t *cf, unsigned type, const void *key, size_t klen, const void *val,

@@ -531,8 +531,8 @@ static int fe_exists(env_t *e, const char *path) {
     return r;
 }
 
-/* Truncation counts as immediately durable (the engine does not use it on
- * live files). */
+/* Truncation counts as immediately durable (the engine truncates only a
+ * WAL torn by an out-of-space append, and syncs it right after). */
 static int fe_truncate(env_t *e, const char *path, uint64_t size) {
     fault_env_t *fe = FE(e);
     int rc = TDB_OK;

@@ -6,6 +6,7 @@
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "memtable/arena.h"
 #include "memtable/skiplist.h"
@@ -31,6 +32,7 @@ struct memtable {
     _Atomic(rd_node_t *) rd_head; /* newest range tombstone */
     arena_t *arena;
     skiplist_t *list;
+    memtable_hint_t serial; /* memtable_add_serial's hint (callers serialised) */
 };
 
 /* Create an empty memtable with one reference. */
@@ -49,6 +51,7 @@ memtable_t *memtable_create(void) {
     atomic_init(&m->deletes, 0);
     atomic_init(&m->range_dels, 0);
     atomic_init(&m->rd_head, NULL);
+    memset(&m->serial, 0, sizeof m->serial); /* climb = 0: unrelated keys are common */
     return m;
 }
 
@@ -67,6 +70,23 @@ void memtable_unref(memtable_t *m) {
 
 /* Encode the entry once into a fresh node, then link it. */
 int memtable_add(memtable_t *m, uint64_t seq, unsigned type, slice_t user_key, slice_t value) {
+    return memtable_add_hint(m, NULL, seq, type, user_key, value);
+}
+
+/* A fresh hint for keys in ascending order (climbs the splice). */
+void memtable_hint_init(memtable_hint_t *hint) {
+    memset(hint, 0, sizeof *hint);
+    hint->splice.climb = 1;
+}
+
+/* memtable_add through the memtable's own (serialised) hint. */
+int memtable_add_serial(memtable_t *m, uint64_t seq, unsigned type, slice_t user_key, slice_t value) {
+    return memtable_add_hint(m, &m->serial, seq, type, user_key, value);
+}
+
+/* memtable_add through a splice (NULL: a full descent). */
+int memtable_add_hint(memtable_t *m, memtable_hint_t *hint, uint64_t seq, unsigned type, slice_t user_key,
+                      slice_t value) {
     if (type >= 0x80 || seq > SEQ_MAX)
         return tdb_err(TDB_ERR_INVALID_ARG, "memtable add: bad type %u or seq %llu", type,
                        (unsigned long long)seq);
@@ -92,7 +112,8 @@ int memtable_add(memtable_t *m, uint64_t seq, unsigned type, slice_t user_key, s
         if (!node) return tdb_err(TDB_ERR_NOMEM, "memtable add: range tombstone node");
         node->entry = e;
     }
-    skiplist_insert(m->list, e, height);
+    if (hint) skiplist_insert_splice(m->list, e, height, &hint->splice);
+    else skiplist_insert(m->list, e, height);
     if (node) {
         rd_node_t *head = atomic_load_explicit(&m->rd_head, memory_order_relaxed);
         do {

@@ -20,7 +20,8 @@
  *    loads), so they can be enumerated and checked without scanning points.
  *
  * Thread-safety
- *  - memtable_add may be called by many threads at once, concurrently with
+ *  - memtable_add (and _hint with a hint per thread) may be called by many
+ *    threads at once (memtable_add_serial by one at a time), concurrently with
  *    any number of readers (memtable_get, iterators, the statistics). No
  *    locks: inserts CAS into the skip list, readers use acquire loads.
  *  - A reader sees each concurrent add either completely or not at all; it
@@ -46,6 +47,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memtable/skiplist.h"
 #include "util/iter.h"
 #include "util/slice.h"
 
@@ -65,6 +67,31 @@ void memtable_unref(memtable_t *m);
  * TDB_ERR_INVALID_ARG); seq <= SEQ_MAX (else TDB_ERR_INVALID_ARG).
  * TDB_ERR_NOMEM if the arena cannot grow. */
 int memtable_add(memtable_t *m, uint64_t seq, unsigned type, slice_t user_key, slice_t value);
+
+/* An insert hint for adds in ascending internal-key order (a sorted
+ * batch): the skip-list splice of the previous add made through it
+ * (memtable/skiplist.h), so an add re-descends only the levels that no
+ * longer bracket its key. Owned by one thread; memtable_hint_init it
+ * before first use and again before using it after the memtable it was
+ * used on may have been freed (it points into that memtable). Any order
+ * is correct, only slower. */
+typedef struct memtable_hint {
+    skiplist_splice_t splice;
+} memtable_hint_t;
+
+void memtable_hint_init(memtable_hint_t *hint);
+
+/* memtable_add through a hint (NULL: same as memtable_add). */
+int memtable_add_hint(memtable_t *m, memtable_hint_t *hint, uint64_t seq, unsigned type, slice_t user_key,
+                      slice_t value);
+
+/* memtable_add through the memtable's own hint, which remembers where the
+ * previous memtable_add_serial landed: a key just above it (sequential
+ * keys) is linked without a descent; any other key costs at most two
+ * extra comparisons. Calls of memtable_add_serial on one memtable must not
+ * overlap (the caller serialises them, with happens-before between them);
+ * any other add may run concurrently with them. */
+int memtable_add_serial(memtable_t *m, uint64_t seq, unsigned type, slice_t user_key, slice_t value);
 
 /* Newest point entry for user_key with seq <= snap_seq (values above SEQ_MAX
  * are treated as SEQ_MAX): returns 1 and fills *type, *seq and *value

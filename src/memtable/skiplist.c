@@ -131,8 +131,18 @@ static void sl_find_level(const char *from, int i, slice_t user, uint64_t traile
     }
 }
 
-/* Link a node: find the splice top-down, then CAS it in bottom-up. */
-void skiplist_insert(skiplist_t *s, char *e, int height) {
+/* Re-find levels [0, level) of the splice top-down; levels >= level (and
+ * prev[level], next[level]) already bracket the target. */
+static void sl_recompute(skiplist_splice_t *sp, int level, slice_t user, uint64_t trailer) {
+    for (int i = level - 1; i >= 0; i--)
+        sl_find_level(sp->prev[i + 1], i, user, trailer, sp->next[i + 1], &sp->prev[i], &sp->next[i]);
+}
+
+/* Link a node using (and updating) a splice: the splice is checked from
+ * level 0 up to the first level that still brackets the key tightly
+ * (prev < key <= next, prev's link is next); only the levels below are
+ * re-found. Then the node is CAS'd in bottom-up. */
+void skiplist_insert_splice(skiplist_t *s, char *e, int height, skiplist_splice_t *sp) {
     slice_t key = skiplist_entry_key(e, NULL);
     slice_t user = ikey_user(key);
     uint64_t trailer = ikey_trailer(key);
@@ -145,27 +155,55 @@ void skiplist_insert(skiplist_t *s, char *e, int height) {
         }
     }
 
-    char *prev[SKIPLIST_MAX_HEIGHT], *next[SKIPLIST_MAX_HEIGHT];
-    const char *x = s->head, *ge = NULL;
-    for (int i = top - 1; i >= 0; i--) {
-        sl_find_level(x, i, user, trailer, ge, &prev[i], &next[i]);
-        x = prev[i];
-        ge = next[i];
+    int recompute = 0;
+    if (sp->list != s || sp->height != top) { /* unused, other list, or the list grew */
+        sp->list = s;
+        sp->height = top;
+        sp->prev[top] = s->head;
+        sp->next[top] = NULL;
+        recompute = top;
+    } else {
+        while (recompute < top) {
+            char *p = sp->prev[recompute], *n = sp->next[recompute];
+            if (sl_next(p, recompute) != n) {
+                recompute++; /* not tight: inserts landed in between */
+            } else if (p != s->head && sl_cmp(p, user, trailer) >= 0) { /* key before */
+                if (!sp->climb) recompute = top;
+                while (recompute < top && sp->prev[recompute] == p) recompute++;
+            } else if (n && sl_cmp(n, user, trailer) < 0) { /* key after */
+                if (!sp->climb) recompute = top;
+                while (recompute < top && sp->next[recompute] == n) recompute++;
+            } else {
+                break; /* this level brackets the key */
+            }
+        }
     }
+    if (recompute > 0) sl_recompute(sp, recompute, user, trailer);
 
     for (int i = 0; i < height; i++) {
         for (;;) {
-            atomic_store_explicit(sl_link(e, i), next[i], memory_order_relaxed);
-            char *expected = next[i];
-            if (atomic_compare_exchange_strong_explicit(sl_link(prev[i], i), &expected, e,
+            atomic_store_explicit(sl_link(e, i), sp->next[i], memory_order_relaxed);
+            char *expected = sp->next[i];
+            if (atomic_compare_exchange_strong_explicit(sl_link(sp->prev[i], i), &expected, e,
                                                         memory_order_release,
                                                         memory_order_relaxed)) {
                 break;
             }
             /* Someone linked a node after prev[i]: re-find from there. */
-            sl_find_level(prev[i], i, user, trailer, NULL, &prev[i], &next[i]);
+            sl_find_level(sp->prev[i], i, user, trailer, NULL, &sp->prev[i], &sp->next[i]);
         }
     }
+    /* The new node is the predecessor of its successor on its levels: the
+     * splice stays tight for a following key close above this one. */
+    for (int i = 0; i < height; i++) sp->prev[i] = e;
+}
+
+/* Link a node: a full descent (a fresh splice), then CAS it in. */
+void skiplist_insert(skiplist_t *s, char *e, int height) {
+    skiplist_splice_t sp;
+    sp.list = NULL;
+    sp.climb = 0;
+    skiplist_insert_splice(s, e, height, &sp);
 }
 
 /* Smallest entry. */

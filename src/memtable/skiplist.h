@@ -17,9 +17,12 @@
  * Thread-safety and memory ordering
  *  - Any number of threads may insert concurrently, and any number may read
  *    concurrently with them; no locks are taken.
- *  - Insert links a node bottom-up: at each level it stores the node's
- *    successor (relaxed), then publishes it with a CAS (release) on the
- *    predecessor's link; on a lost race it re-finds the predecessor at that
+ *  - Insert finds, top-down, the predecessor and successor on every level
+ *    (the "splice"; a caller may keep one across inserts, see
+ *    skiplist_splice_t: then only the levels that no longer bracket the
+ *    key are re-found), then links the node bottom-up: at each level it
+ *    stores the node's successor (relaxed), then publishes it with a CAS
+ *    (release) on the predecessor's link; on a lost race it re-finds the predecessor at that
  *    level (starting from the old one, still smaller: nodes are never
  *    removed) and retries.
  *  - Readers follow links with acquire loads, so everything written into a
@@ -58,6 +61,30 @@ char *skiplist_alloc(skiplist_t *s, size_t entry_size, int *height);
 
 /* Link a filled node into the list. Thread-safe, lock-free. */
 void skiplist_insert(skiplist_t *s, char *entry, int height);
+
+/* A splice ("finger"): for every level, the nodes that bracketed the last
+ * key inserted through it. Inserting keys in ascending order through one
+ * splice re-finds only the levels below the lowest one that still
+ * brackets the new key, so close keys share most of the descent (a run
+ * of appends at the tail costs O(1) comparisons each). Owned by one
+ * thread at a time; zero it (then choose `climb`) before first use; holds pointers into the list,
+ * so it must not outlive it. Any key order is correct, only slower. */
+typedef struct skiplist_splice {
+    const skiplist_t *list; /* list the splice belongs to; NULL = unused */
+    int height;             /* levels valid: prev/next[0 .. height] */
+    int climb;              /* 1: when level 0 does not bracket the key,
+                             * climb to the lowest level that does (keys
+                             * come sorted); 0: then descend from the top
+                             * (keys are often unrelated: at most two
+                             * extra comparisons, with nodes likely in
+                             * cache, before a plain descent) */
+    char *prev[SKIPLIST_MAX_HEIGHT + 1];
+    char *next[SKIPLIST_MAX_HEIGHT + 1];
+} skiplist_splice_t;
+
+/* skiplist_insert using and updating a splice. Thread-safe like insert
+ * (the splice itself is not shared). */
+void skiplist_insert_splice(skiplist_t *s, char *entry, int height, skiplist_splice_t *sp);
 
 /* Navigation; each returns an entry pointer or NULL. A target is an
  * internal key split into its user key and its trailer

@@ -14,7 +14,10 @@
  *     key with a sequence above snap_seq, or a write of an earlier member of
  *     the same commit group. Commit order is the serialization order.
  *  4. A finished transaction (committed, rolled back, failed) accepts only
- *     reset and free; everything else returns TDB_ERR_INVALID_ARG.
+ *     reset and free; everything else returns TDB_ERR_INVALID_ARG. A commit
+ *     refused by back-pressure (TDB_ERR_BUSY from the write path, which
+ *     returns it only before validation and before anything is numbered or
+ *     written) does not finish it: it stays active for a retry.
  *  5. Row locks (pessimistic) are taken before the buffered write and held
  *     until the transaction ends or rolls back past the savepoint that
  *     preceded them.
@@ -104,12 +107,21 @@ static void txn_end(tdb_txn_t *t, int state) {
 
 static void free_lock_mgr(void *m) { lock_mgr_destroy((lock_mgr_t *)m); }
 
+static void txn_lock_counts(void *m, uint64_t *waits, uint64_t *deadlocks, uint64_t *timeouts) {
+    lock_stats_t s;
+    lock_mgr_stats((lock_mgr_t *)m, &s);
+    *waits = s.waits;
+    *deadlocks = s.deadlocks;
+    *timeouts = s.timeouts;
+}
+
 /* The database's lock manager, created on first use. */
 static lock_mgr_t *txn_lock_mgr(tdb_t *db) {
     pthread_mutex_lock(&db->mu);
     if (!db->lock_mgr) {
         db->lock_mgr = lock_mgr_create();
         db->lock_mgr_free = free_lock_mgr;
+        db->lock_mgr_counts = txn_lock_counts;
     }
     lock_mgr_t *m = (lock_mgr_t *)db->lock_mgr;
     pthread_mutex_unlock(&db->mu);
@@ -484,7 +496,9 @@ int tdb_txn_commit(tdb_txn_t *t) {
         rc = wbuf_foreach(t->wb, build_entry, &c);
     }
     if (rc == TDB_OK)
-        rc = db_write_validated(t->db, t->batch, (checks_writes(t) || check_reads) ? validate : NULL, t);
+        rc = db_write_bounded(t->db, t->batch, (checks_writes(t) || check_reads) ? validate : NULL, t,
+                              t->opts.stall_timeout_ms);
+    if (rc == TDB_ERR_BUSY) return rc; /* back-pressure: still active, retry or roll back (invariant 4) */
     txn_end(t, rc == TDB_OK ? TXN_COMMITTED : TXN_FAILED);
     return rc;
 }

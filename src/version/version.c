@@ -17,6 +17,7 @@ struct version {
     int n[TDB_MAX_LEVELS];
     file_meta_t **files[TDB_MAX_LEVELS];
     uint64_t bytes[TDB_MAX_LEVELS];
+    int n_rd_files; /* files with num_range_deletes > 0 (set by version_apply) */
     buf_t cursor[TDB_MAX_LEVELS]; /* compaction picking hint (db mutex) */
 };
 
@@ -277,6 +278,7 @@ int version_apply(const version_t *base, const version_edit_t *e, version_t **ou
             file_meta_ref(f);
             v->files[l][v->n[l]++] = f;
             v->bytes[l] += f->file_size;
+            v->n_rd_files += f->num_range_deletes > 0;
         }
         for (int i = 0; i < e->n_add; i++) {
             if (e->add[i].level != l) continue;
@@ -284,6 +286,7 @@ int version_apply(const version_t *base, const version_edit_t *e, version_t **ou
             file_meta_ref(f);
             v->files[l][v->n[l]++] = f;
             v->bytes[l] += f->file_size;
+            v->n_rd_files += f->num_range_deletes > 0;
         }
         total += v->n[l];
     }
@@ -408,6 +411,7 @@ int version_get(version_t *v, table_cache_t *tc, slice_t user_key, uint64_t snap
 
 /* Copy the tombstones of the files that have some. */
 int version_range_dels(version_t *v, table_cache_t *tc, uint64_t max_seq, rd_list_t *out) {
+    if (v->n_rd_files == 0) return TDB_OK; /* common case: no file walk per iterator */
     for (int l = 1; l < TDB_MAX_LEVELS; l++) {
         for (int i = 0; i < v->n[l]; i++) {
             const file_meta_t *f = v->files[l][i];

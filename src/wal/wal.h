@@ -29,6 +29,12 @@
  *    every later add/sync returns the same error code (a failed fdatasync
  *    may have dropped dirty pages, so a later "successful" sync would lie).
  *    The caller must stop using this log (start a new one to continue).
+ *  - Writer: an add that fails with TDB_ERR_NO_SPACE (disk full) is not an
+ *    I/O failure: the writer is torn instead. Later adds are refused with
+ *    TDB_ERR_NO_SPACE; the next wal_writer_sync() (also the one of
+ *    wal_writer_close) first truncates the file back to wal_writer_size()
+ *    and then syncs, so the log ends with its last complete record and can
+ *    be closed as a complete log (not the newest) before a new one starts.
  *  - Writer: the first successful wal_writer_sync() also syncs the parent
  *    directory, so once any sync returned TDB_OK the file's directory entry
  *    is durable too.
@@ -95,7 +101,8 @@ int wal_writer_open(env_t *env, const char *path, wal_writer_t **out);
  * group commit. n == 0 is a no-op. A payload over WAL_MAX_PAYLOAD is
  * TDB_ERR_TOO_LARGE (nothing written, writer still usable). */
 int wal_writer_add(wal_writer_t *w, const slice_t *payloads, int n);
-/* fdatasync the file (the first time, also its directory). */
+/* fdatasync the file (the first time, also its directory); a torn writer
+ * (out of space) is truncated to its complete records first. */
 int wal_writer_sync(wal_writer_t *w);
 /* Bytes written so far (complete records only). */
 uint64_t wal_writer_size(const wal_writer_t *w);

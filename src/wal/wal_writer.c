@@ -21,6 +21,8 @@ struct wal_writer {
     uint64_t size;   /* bytes of complete records in the file */
     buf_t group;     /* encoding scratch for one group, reused */
     int failed;      /* sticky I/O error code, 0 while healthy */
+    int torn;        /* an append hit TDB_ERR_NO_SPACE: bytes past size may be a partial record */
+    int sealed;      /* torn tail cut off: complete, but no more appends */
     int dir_synced;  /* parent directory synced once */
 };
 
@@ -53,6 +55,8 @@ int wal_writer_add(wal_writer_t *w, const slice_t *payloads, int n) {
     int rc = TDB_OK;
     if (!w || n < 0 || (n > 0 && !payloads)) return tdb_err(TDB_ERR_INVALID_ARG, "wal_writer_add: bad arguments");
     if (w->failed) return writer_failed(w);
+    if (w->torn || w->sealed)
+        return tdb_err(TDB_ERR_NO_SPACE, "wal %s: an earlier append ran out of space; start a new log", w->path);
     if (n == 0) return TDB_OK;
 
     size_t total = 0;
@@ -82,7 +86,10 @@ int wal_writer_add(wal_writer_t *w, const slice_t *payloads, int n) {
 
     rc = env_append(w->file, w->group.data, w->group.size);
     if (rc != TDB_OK) {
-        w->failed = rc; /* part of the group may be in the file: a torn tail */
+        /* Part of the group may be in the file: a torn tail. Out of space
+         * is not an I/O failure: sync cuts the tail off (wal.h). */
+        if (rc == TDB_ERR_NO_SPACE) w->torn = 1;
+        else w->failed = rc;
         goto err;
     }
     w->size += w->group.size;
@@ -111,6 +118,15 @@ int wal_writer_sync(wal_writer_t *w) {
     char *dir = NULL;
     if (!w) return tdb_err(TDB_ERR_INVALID_ARG, "wal_writer_sync: NULL writer");
     if (w->failed) return writer_failed(w);
+    if (w->torn) { /* cut a partial record left by an out-of-space append */
+        rc = w->env->truncate(w->env, w->path, w->size);
+        if (rc != TDB_OK) {
+            w->failed = rc;
+            return rc;
+        }
+        w->torn = 0;
+        w->sealed = 1;
+    }
     rc = env_sync(w->file);
     if (rc != TDB_OK) {
         w->failed = rc;

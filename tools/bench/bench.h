@@ -50,6 +50,9 @@ typedef struct step_result {
     double   peak_rss_mb;
     double   stall_ms;        /* < 0: the engine does not report it       */
     double   settle_ms;       /* wait for flush/compaction after writes   */
+    double   cpu_us_per_op;   /* process user+sys CPU over the step and its
+                               * settle (all threads, background included)
+                               * per operation; < 0: unavailable           */
     char     note[160];
 } step_result_t;
 

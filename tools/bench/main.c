@@ -264,7 +264,9 @@ static void print_header(const bench_opts_t *o, child_t *kids, int nk)
            "  engine. space_amp = bytes of files in the engine's dir / (live keys"
            " x (key+value)).\n"
            "  Latency is per operation (per batch for batched writes); p99.9 etc."
-           " in microseconds.\n\n");
+           " in microseconds.\n"
+           "  cpu-us/op = process user+sys CPU (all threads, settle included) per"
+           " operation.\n\n");
     fflush(stdout);
 }
 

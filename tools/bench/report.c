@@ -34,14 +34,14 @@ static const char *fmt_opt(char *buf, size_t n, double v, int prec)
 /* Print the aligned table. */
 void report_table(FILE *f, const report_t *rep)
 {
-    fprintf(f, "%-22s %-8s %10s %11s %8s %9s %9s %9s %6s %6s %7s %9s %7s  %s\n",
+    fprintf(f, "%-22s %-8s %10s %11s %8s %9s %9s %9s %10s %6s %6s %7s %9s %7s  %s\n",
             "workload", "engine", "ops", "ops/s", "MB/s", "p50(us)", "p99(us)",
-            "p99.9(us)", "W-amp", "S-amp", "RSS-MB", "stall-ms", "vs-rdb",
-            "note");
+            "p99.9(us)", "cpu-us/op", "W-amp", "S-amp", "RSS-MB", "stall-ms",
+            "vs-rdb", "note");
     for (int s = 0; s < rep->steps; s++) {
         for (int e = 0; e < rep->engines; e++) {
             const step_result_t *r = &rep->rows[s * rep->engines + e];
-            char wa[16], sa[16], st[16], ra[16];
+            char wa[16], sa[16], st[16], ra[16], cpu[16];
             if (!r->ok && r->ops == 0) {
                 fprintf(f, "%-22s %-8s %10s  FAILED: %s\n", r->workload,
                         r->engine, "-", r->note);
@@ -49,11 +49,12 @@ void report_table(FILE *f, const report_t *rep)
             }
             double ratio = report_ratio(rep, s, e);
             fprintf(f,
-                    "%-22s %-8s %10llu %11.0f %8.1f %9.2f %9.2f %9.2f %6s %6s "
-                    "%7.0f %9s %7s  %s%s\n",
+                    "%-22s %-8s %10llu %11.0f %8.1f %9.2f %9.2f %9.2f %10s %6s "
+                    "%6s %7.0f %9s %7s  %s%s\n",
                     r->workload, r->engine, (unsigned long long)r->ops,
                     r->ops_per_sec, r->mb_per_sec, r->p50_us, r->p99_us,
-                    r->p999_us, fmt_opt(wa, sizeof(wa), r->write_amp, 2),
+                    r->p999_us, fmt_opt(cpu, sizeof(cpu), r->cpu_us_per_op, 2),
+                    fmt_opt(wa, sizeof(wa), r->write_amp, 2),
                     fmt_opt(sa, sizeof(sa), r->space_amp, 2), r->peak_rss_mb,
                     fmt_opt(st, sizeof(st), r->stall_ms, 0),
                     ratio < 0 ? "" : (snprintf(ra, sizeof(ra), "%.2fx", ratio), ra),
@@ -89,7 +90,7 @@ int report_csv(const char *path, const report_t *rep)
     if (!f)
         return -1;
     fprintf(f, "engine,workload,ops,ops_per_sec,mb_per_sec,p50_us,p99_us,"
-               "p999_us,write_amp,space_amp,peak_rss_mb,stall_ms,"
+               "p999_us,cpu_us_per_op,write_amp,space_amp,peak_rss_mb,stall_ms,"
                "ratio_vs_rocksdb,seconds,settle_ms,ok,note\n");
     for (int s = 0; s < rep->steps; s++) {
         for (int e = 0; e < rep->engines; e++) {
@@ -101,6 +102,7 @@ int report_csv(const char *path, const report_t *rep)
             csv_num(f, r->p50_us, 3);
             csv_num(f, r->p99_us, 3);
             csv_num(f, r->p999_us, 3);
+            csv_num(f, r->cpu_us_per_op, 3);
             csv_num(f, r->write_amp, 3);
             csv_num(f, r->space_amp, 3);
             csv_num(f, r->peak_rss_mb, 1);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,6 +47,16 @@ static int64_t sys_proc_field(const char *path, const char *name)
 int64_t sys_io_write_bytes(void)
 {
     return sys_proc_field("/proc/self/io", "write_bytes");
+}
+
+/* User + system CPU of the whole process (all threads). */
+uint64_t sys_cpu_ns(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000u +
+           ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000u;
 }
 
 /* VmHWM of /proc/self/status, in bytes. */

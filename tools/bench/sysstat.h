@@ -16,6 +16,9 @@ uint64_t sys_now_ns(void);
  * be written to storage, counted when pages are dirtied; -1 if
  * unavailable. */
 int64_t sys_io_write_bytes(void);
+/* CPU time (user + system) used so far by every thread of this process,
+ * in nanoseconds (getrusage RUSAGE_SELF); 0 if unavailable. */
+uint64_t sys_cpu_ns(void);
 /* Peak resident set of this process in bytes (VmHWM); -1 if unavailable. */
 int64_t sys_peak_rss_bytes(void);
 /* Sum of the apparent sizes of the regular files under dir. */

@@ -572,6 +572,7 @@ void engine_run_step(engine_run_t *r, const workload_t *w, int step,
     engine_stats_t s0, s1;
     vt->stats(r->db, &s0);
     int64_t io0 = sys_io_write_bytes();
+    uint64_t cpu0 = sys_cpu_ns();
 
     double secs = step_threads(r, w, step, ws, measured, total);
 
@@ -582,6 +583,7 @@ void engine_run_step(engine_run_t *r, const workload_t *w, int step,
         out->settle_ms = (double)(sys_now_ns() - t) / 1e6;
     }
     int64_t io1 = sys_io_write_bytes();
+    uint64_t cpu1 = sys_cpu_ns();
     vt->stats(r->db, &s1);
 
     histogram_t h;
@@ -602,6 +604,11 @@ void engine_run_step(engine_run_t *r, const workload_t *w, int step,
     out->secs = secs;
     out->ops_per_sec = secs > 0 ? (double)out->ops / secs : 0;
     out->mb_per_sec = secs > 0 ? (double)bytes / MIB / secs : 0;
+    /* Every op of the step, writer of readwhilewriting included. */
+    uint64_t all_ops = out->ops + (writer ? ws[measured].ops : 0);
+    out->cpu_us_per_op = cpu0 && cpu1 >= cpu0 && all_ops > 0
+                             ? (double)(cpu1 - cpu0) / 1e3 / (double)all_ops
+                             : -1;
     out->p50_us = hist_percentile(&h, 50) / 1e3;
     out->p99_us = hist_percentile(&h, 99) / 1e3;
     out->p999_us = hist_percentile(&h, 99.9) / 1e3;
