@@ -66,9 +66,7 @@ for kind in $kinds; do
     fi
     if [ "$do_stress" -eq 1 ]; then
         db=$(mktemp -d "${TMPDIR:-/tmp}/tdb-san-XXXXXX")
-        # (no iterators with injected read errors: known engine bug, see
-        # DISABLED_IteratorReportsValueReadErrors in tests/fault_test.cc)
-        for run in "--sync=none --unified=0" "--sync=interval --unified=1" "--sync=full --read_fault_prob=0.002 --write_fault_prob=0.0003 --weights=iter=0,snapshot=0"; do
+        for run in "--sync=none --unified=0" "--sync=interval --unified=1" "--sync=full --read_fault_prob=0.002 --write_fault_prob=0.0003"; do
             echo "=== $kind: tdb_stress $run (${stress_time}s)"
             log="$dir/sanitize-stress.log"
             if "$dir/tools/stress/tdb_stress" --db="$db/db" --destroy --duration="$stress_time" --ops=0 --threads=4 \

@@ -3,10 +3,12 @@
 #   1. unit + integration tests (ctest): installs the build dependencies
 #      (skipping what is installed), builds RelWithDebInfo into build/;
 #   2. reliability (scripts/test_reliability.sh): kill -9 crash loop per
-#      sync mode, fuzz targets on their corpora (ASan+UBSan and TSan builds
-#      with TDB_CI_SANITIZE=1);
-#   3. the MariaDB engine (scripts/mariadb/): pinned server + headers,
-#      plugin build, the mtr suite `tidesdb`.
+#      sync mode, fuzz targets on their corpora, the ASan+UBSan and TSan
+#      builds running the unit tests and a short stress run
+#      (TDB_CI_SANITIZE=0 skips the sanitizer builds);
+#   3. the MariaDB engine (scripts/mariadb/test_all.sh, <= 15 min): pinned
+#      server + headers, plugin build, mtr suite `tidesdb`, sysbench smoke,
+#      TPC-C with check, kill -9 crash test.
 # TDB_SKIP_RELIABILITY=1 / TDB_SKIP_MARIADB=1 skip a stage;
 # TDB_RELIABILITY_ARGS passes flags (e.g. --quick).
 set -uo pipefail
@@ -39,16 +41,17 @@ unit() {
 
 reliability() {
     # The unit stage already ran the fault-injection tests: skip them here.
-    # The ASan/TSan builds run with TDB_CI_SANITIZE=1 (or scripts/sanitize.sh).
+    # The ASan/TSan builds run unless TDB_CI_SANITIZE=0.
     local skip=fault
-    [ "${TDB_CI_SANITIZE:-0}" = 1 ] || skip=fault,sanitize
+    [ "${TDB_CI_SANITIZE:-1}" = 0 ] && skip=fault,sanitize
     bash scripts/test_reliability.sh --build build --skip "$skip" ${TDB_RELIABILITY_ARGS:-}
 }
 
 mariadb() {
     # mtr connects to 'localhost': a minimal system may lack the entry.
     getent hosts localhost >/dev/null || echo "127.0.0.1 localhost" >>/etc/hosts
-    bash scripts/mariadb/setup.sh && bash scripts/mariadb/build_plugin.sh && bash scripts/mariadb/mtr.sh
+    # Every step is time-bounded; the whole stage within TOTAL_LIMIT (900 s).
+    TOTAL_LIMIT="${TDB_MARIADB_TOTAL_LIMIT:-900}" bash scripts/mariadb/test_all.sh
 }
 
 stage unit unit

@@ -7,7 +7,8 @@
 #      tool's own checks);
 #   3. every fuzz target for 20 s on its seed corpus (clang, ASan+UBSan);
 #   4. the ASan+UBSan and TSan builds: unit tests and a short stress run.
-# About 20 minutes on 2 cores. scripts/test.sh runs it after the unit tests.
+# About 25 minutes on 2 cores (most of it the two sanitizer builds and their
+# test runs). scripts/test.sh runs it after the unit tests.
 #
 # usage: scripts/test_reliability.sh [--build DIR] [--skip STAGES] [--quick]
 #   --build DIR    RelWithDebInfo build to use (default build; configured
@@ -87,7 +88,12 @@ fi
 if skipped sanitize; then stage sanitize skipped 0; else
     echo "=== sanitizers: ASan+UBSan and TSan"
     t0=$SECONDS
-    if scripts/sanitize.sh --stress-time 15; then
+    # About 17 minutes (2 shared cores): the slowest single-threaded tests (minutes under
+    # the sanitizers; the unit stage runs them) and a throughput assertion
+    # that does not hold at sanitizer speed are left out, and the power-loss
+    # tests run 30% of their crash points (scripts/sanitize.sh alone runs them).
+    san_exclude='^Acceptance\.|tdb_bench_smoke|^CodecsAndBlockSizes/|^Sst\.EveryFlippedByteIsDetected|^Wal\.LargeTorn|^Memtable\.IteratorMatchesSortedReference100k|^BackPressure\.MemoryStaysWithinBudgetUnderOverload'
+    if TDB_FAULT_SCALE=0.3 scripts/sanitize.sh --stress-time 15 --exclude "$san_exclude"; then
         stage sanitize ok $((SECONDS - t0))
     else
         stage sanitize FAILED $((SECONDS - t0))
