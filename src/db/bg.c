@@ -321,15 +321,18 @@ static bool do_compaction_work(tdb_t *db, uint32_t *rr) {
     return false;
 }
 
-/* Wait on bg_cv for at most us microseconds (mu held). */
-static void wait_us(tdb_t *db, uint64_t us) {
+/* Wait on cv (mu held) for at most us microseconds. */
+void db_cond_wait_us(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t us) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t ns = (uint64_t)ts.tv_nsec + us * 1000u;
     ts.tv_sec += (time_t)(ns / 1000000000u);
     ts.tv_nsec = (long)(ns % 1000000000u);
-    pthread_cond_timedwait(&db->bg_cv, &db->mu, &ts);
+    pthread_cond_timedwait(cv, mu, &ts);
 }
+
+/* Wait on bg_cv for at most us microseconds (mu held). */
+static void wait_us(tdb_t *db, uint64_t us) { db_cond_wait_us(&db->bg_cv, &db->mu, us); }
 
 typedef struct worker_arg {
     tdb_t *db;

@@ -295,6 +295,8 @@ void db_exit_exclusive(tdb_t *db, writer_t *w);
 /* ---- db/flush.c and db/compact.c ---- */
 int db_start_background(tdb_t *db);
 void db_stop_background(tdb_t *db);
+/* Wait on cv (mu held) for at most us microseconds. */
+void db_cond_wait_us(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t us);
 void db_maybe_schedule(tdb_t *db); /* under mu: wake workers if work exists */
 /* Enter the sticky error state and wake all waiters (mu held). */
 void db_set_bg_error_locked(tdb_t *db, int rc);

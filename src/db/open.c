@@ -125,6 +125,16 @@ static void delete_orphans(tdb_t *db) {
     env_free_list(names, n);
 }
 
+/* Write the MANIFEST snapshot now (takes manifest_mu and mu). */
+static int write_manifest(tdb_t *db) {
+    pthread_mutex_lock(&db->manifest_mu);
+    pthread_mutex_lock(&db->mu);
+    int rc = db_write_manifest_locked(db);
+    pthread_mutex_unlock(&db->mu);
+    pthread_mutex_unlock(&db->manifest_mu);
+    return rc;
+}
+
 int db_recover(tdb_t *db, bool *created) {
     manifest_t m;
     int rc = TDB_OK;
@@ -205,11 +215,7 @@ int db_recover(tdb_t *db, bool *created) {
     if (*created) {
         for (uint32_t i = 0; i < db->ncf_slots; i++)
             if (db->cfs[i]) db->cfs[i]->log_number = db->next_file_number;
-        pthread_mutex_lock(&db->manifest_mu);
-        pthread_mutex_lock(&db->mu);
-        rc = db_write_manifest_locked(db);
-        pthread_mutex_unlock(&db->mu);
-        pthread_mutex_unlock(&db->manifest_mu);
+        rc = write_manifest(db);
         if (rc != TDB_OK) goto err;
     }
     /* New WAL, then the manifest that no longer needs the old ones. */
@@ -220,11 +226,7 @@ int db_recover(tdb_t *db, bool *created) {
         cf->log_number = cf->mem.log_number = db->wal_number;
         TRY(cf_install_sv(cf));
     }
-    pthread_mutex_lock(&db->manifest_mu);
-    pthread_mutex_lock(&db->mu);
-    rc = db_write_manifest_locked(db);
-    pthread_mutex_unlock(&db->mu);
-    pthread_mutex_unlock(&db->manifest_mu);
+    rc = write_manifest(db);
     if (rc != TDB_OK) goto err;
     delete_orphans(db);
 err:

@@ -197,14 +197,7 @@ int db_apply_batch(tdb_t *db, slice_t rep, uint64_t wal_number) {
 static uint64_t now_us(tdb_t *db) { return db->env->now_micros(db->env); }
 
 /* Wait on done_cv for up to `us` microseconds (mu held). */
-static void wait_done(tdb_t *db, uint64_t us) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t ns = (uint64_t)ts.tv_nsec + us * 1000u;
-    ts.tv_sec += (time_t)(ns / 1000000000u);
-    ts.tv_nsec = (long)(ns % 1000000000u);
-    pthread_cond_timedwait(&db->done_cv, &db->mu, &ts);
-}
+static void wait_done(tdb_t *db, uint64_t us) { db_cond_wait_us(&db->done_cv, &db->mu, us); }
 
 /* Bytes held by every memtable of the database (mu held). */
 static uint64_t memtable_bytes(tdb_t *db, tdb_cf_t **largest) {
@@ -758,12 +751,7 @@ void *db_sync_thread(void *arg) {
     while (!db->shutting_down) {
         uint64_t interval = db->min_sync_interval_us ? db->min_sync_interval_us : 100000;
         if (interval > 100000) interval = 100000;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t ns = (uint64_t)ts.tv_nsec + interval * 1000u;
-        ts.tv_sec += (time_t)(ns / 1000000000u);
-        ts.tv_nsec = (long)(ns % 1000000000u);
-        pthread_cond_timedwait(&db->bg_cv, &db->mu, &ts);
+        db_cond_wait_us(&db->bg_cv, &db->mu, interval);
         if (db->shutting_down) break;
         pthread_mutex_unlock(&db->mu);
         pthread_mutex_lock(&db->wal_mu);
