@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "db_fixture.h"
 #include "testutil.h"
 #include "tidesdb/tidesdb.h"
 
@@ -20,51 +21,10 @@ using tdbtest::Value;
 
 namespace {
 
-// Small buffers so tests exercise flushes and compactions quickly.
-tdb_config_t SmallConfig() {
-    tdb_config_t c;
-    tdb_config_default(&c);
-    c.default_cf.write_buffer_size = 256 << 10;
-    c.default_cf.sync_mode = TDB_SYNC_NONE;
-    c.block_cache_size = 1 << 20;
-    c.log_level = TDB_LOG_WARN;
-    return c;
-}
+using tdbtest::SmallDbConfig;
 
-class DbTest : public ::testing::Test {
+class DbTest : public tdbtest::DbFixture {
   protected:
-    void SetUp() override {
-        cfg_ = SmallConfig();
-        Open();
-    }
-    void TearDown() override {
-        if (db_) {
-            EXPECT_EQ(tdb_close(db_), TDB_OK);
-        }
-    }
-    void Open() {
-        ASSERT_EQ(tdb_open(dir_.path().c_str(), &cfg_, &db_), TDB_OK) << tdb_last_error();
-        ASSERT_EQ(tdb_get_cf(db_, TDB_DEFAULT_CF, &cf_), TDB_OK);
-    }
-    void Reopen() {
-        ASSERT_EQ(tdb_close(db_), TDB_OK);
-        db_ = nullptr;
-        Open();
-    }
-    int Put(const std::string &k, const std::string &v, tdb_cf_t *cf = nullptr) {
-        return tdb_put(db_, cf ? cf : cf_, k.data(), k.size(), v.data(), v.size(), 0);
-    }
-    int Del(const std::string &k, tdb_cf_t *cf = nullptr) { return tdb_delete(db_, cf ? cf : cf_, k.data(), k.size()); }
-    std::string Get(const std::string &k, tdb_cf_t *cf = nullptr, const tdb_snapshot_t *snap = nullptr) {
-        void *v = nullptr;
-        size_t n = 0;
-        int rc = tdb_get(db_, cf ? cf : cf_, snap, k.data(), k.size(), &v, &n);
-        if (rc == TDB_ERR_NOT_FOUND) return "NOT_FOUND";
-        if (rc != TDB_OK) return std::string("ERROR:") + tdb_strerror(rc);
-        std::string s((char *)v, n);
-        tdb_free(v);
-        return s;
-    }
     // All (key, value) pairs via a forward scan.
     std::vector<std::pair<std::string, std::string>> Scan(tdb_cf_t *cf = nullptr, const tdb_snapshot_t *snap = nullptr) {
         tdb_iter_t *it;
@@ -80,11 +40,6 @@ class DbTest : public ::testing::Test {
         tdb_iter_destroy(it);
         return out;
     }
-
-    TempDir dir_;
-    tdb_config_t cfg_;
-    tdb_t *db_ = nullptr;
-    tdb_cf_t *cf_ = nullptr;
 };
 
 TEST_F(DbTest, PutGetDeleteOverwrite) {
@@ -135,7 +90,7 @@ TEST_F(DbTest, SecondOpenIsLocked) {
 
 TEST_F(DbTest, OpenMissingWithoutCreateFails) {
     TempDir d;
-    tdb_config_t c = SmallConfig();
+    tdb_config_t c = SmallDbConfig();
     c.create_if_missing = 0;
     tdb_t *x = nullptr;
     EXPECT_EQ(tdb_open((d.path() + "/sub").c_str(), &c, &x), TDB_ERR_NOT_FOUND);
@@ -542,7 +497,7 @@ namespace {
 // Unified mode: one write buffer shared by every family, switched together.
 TEST(Unified, FamiliesShareOneWriteBufferAndRecover) {
     tdbtest::TempDir dir;
-    tdb_config_t c = SmallConfig();
+    tdb_config_t c = SmallDbConfig();
     c.unified_memtable = 1;
     c.unified_memtable_write_buffer_size = 512 << 10;
     c.unified_memtable_sync_mode = TDB_SYNC_NONE;
@@ -593,7 +548,7 @@ TEST(Unified, FamiliesShareOneWriteBufferAndRecover) {
 
 TEST(Unified, BadUnifiedSettingsRejected) {
     tdbtest::TempDir dir;
-    tdb_config_t c = SmallConfig();
+    tdb_config_t c = SmallDbConfig();
     c.unified_memtable = 1;
     c.unified_memtable_write_buffer_size = 10;
     tdb_t *db = nullptr;
@@ -611,7 +566,7 @@ namespace {
 // exercised by the fault-injection suite).
 TEST(Sync, ExplicitSyncSucceedsAndRejectsNull) {
     tdbtest::TempDir dir;
-    tdb_config_t c = SmallConfig();
+    tdb_config_t c = SmallDbConfig();
     c.default_cf.write_buffer_size = 64 << 20;
     tdb_t *db;
     tdb_cf_t *cf;

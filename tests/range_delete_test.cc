@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "db_fixture.h"
 #include "delete_testutil.h"
 #include "testutil.h"
 #include "tidesdb/tidesdb.h"
@@ -134,56 +135,15 @@ TEST(RangeDelFrags, CoalesceAndBounds) {
 // Database tests.
 // ---------------------------------------------------------------------------
 
-tdb_config_t SmallConfig() {
-    tdb_config_t c;
-    tdb_config_default(&c);
-    c.default_cf.write_buffer_size = 64 << 10;
-    c.default_cf.sync_mode = TDB_SYNC_NONE;
-    c.block_cache_size = 1 << 20;
-    c.log_level = TDB_LOG_WARN;
-    return c;
-}
-
 void ModelDelRange(Model *m, const std::string &a, const std::string &b) {
     m->erase(m->lower_bound(a), m->lower_bound(b));
 }
 
-class RangeDelTest : public ::testing::Test {
+class RangeDelTest : public tdbtest::DbFixture {
   protected:
-    void SetUp() override {
-        cfg_ = SmallConfig();
-        Open();
-    }
-    void TearDown() override {
-        if (db_) {
-            EXPECT_EQ(tdb_close(db_), TDB_OK);
-        }
-    }
-    void Open() {
-        ASSERT_EQ(tdb_open(dir_.path().c_str(), &cfg_, &db_), TDB_OK) << tdb_last_error();
-        ASSERT_EQ(tdb_get_cf(db_, TDB_DEFAULT_CF, &cf_), TDB_OK);
-    }
-    void Reopen() {
-        ASSERT_EQ(tdb_close(db_), TDB_OK);
-        db_ = nullptr;
-        Open();
-    }
-    int Put(const std::string &k, const std::string &v) {
-        return tdb_put(db_, cf_, k.data(), k.size(), v.data(), v.size(), 0);
-    }
-    int Del(const std::string &k) { return tdb_delete(db_, cf_, k.data(), k.size()); }
+    RangeDelTest() : DbFixture(64 << 10) {}
     int DelRange(const std::string &a, const std::string &b) {
         return tdb_delete_range(db_, cf_, a.data(), a.size(), b.data(), b.size());
-    }
-    std::string Get(const std::string &k, const tdb_snapshot_t *snap = nullptr) {
-        void *v = nullptr;
-        size_t n = 0;
-        int rc = tdb_get(db_, cf_, snap, k.data(), k.size(), &v, &n);
-        if (rc == TDB_ERR_NOT_FOUND) return "NOT_FOUND";
-        if (rc != TDB_OK) return std::string("ERROR:") + tdb_strerror(rc) + " " + tdb_last_error();
-        std::string s((char *)v, n);
-        tdb_free(v);
-        return s;
     }
     tdb_stats_t Stats() {
         tdb_stats_t st;
@@ -338,12 +298,6 @@ class RangeDelTest : public ::testing::Test {
         ASSERT_EQ(TDB_OK, tdb_compact(db_, cf_));
         Check(model, nullptr, rng, 500, "final", keys);
     }
-
-  protected:
-    TempDir dir_;
-    tdb_config_t cfg_;
-    tdb_t *db_ = nullptr;
-    tdb_cf_t *cf_ = nullptr;
 };
 
 void RandomOps(RangeDelTest *t, uint64_t seed, int rounds, int ops, uint64_t keys, int rd_per_mille = 30) {

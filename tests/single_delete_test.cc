@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "db_fixture.h"
 #include "delete_testutil.h"
 #include "testutil.h"
 #include "tidesdb/tidesdb.h"
@@ -108,50 +109,10 @@ TEST_F(SdTableWrite, CoveredByRangeTombstone) {
 // Through the database.
 // ---------------------------------------------------------------------------
 
-tdb_config_t SmallConfig() {
-    tdb_config_t c;
-    tdb_config_default(&c);
-    c.default_cf.write_buffer_size = 64 << 10;
-    c.default_cf.sync_mode = TDB_SYNC_NONE;
-    c.block_cache_size = 1 << 20;
-    c.log_level = TDB_LOG_WARN;
-    return c;
-}
-
-class SingleDelTest : public ::testing::Test {
+class SingleDelTest : public tdbtest::DbFixture {
   protected:
-    void SetUp() override {
-        cfg_ = SmallConfig();
-        Open();
-    }
-    void TearDown() override {
-        if (db_) {
-            EXPECT_EQ(tdb_close(db_), TDB_OK);
-        }
-    }
-    void Open() {
-        ASSERT_EQ(tdb_open(dir_.path().c_str(), &cfg_, &db_), TDB_OK) << tdb_last_error();
-        ASSERT_EQ(tdb_get_cf(db_, TDB_DEFAULT_CF, &cf_), TDB_OK);
-    }
-    void Reopen() {
-        ASSERT_EQ(tdb_close(db_), TDB_OK);
-        db_ = nullptr;
-        Open();
-    }
-    int Put(const std::string &k, const std::string &v) {
-        return tdb_put(db_, cf_, k.data(), k.size(), v.data(), v.size(), 0);
-    }
+    SingleDelTest() : DbFixture(64 << 10) {}
     int SDel(const std::string &k) { return tdb_single_delete(db_, cf_, k.data(), k.size()); }
-    std::string Get(const std::string &k, const tdb_snapshot_t *snap = nullptr) {
-        void *v = nullptr;
-        size_t n = 0;
-        int rc = tdb_get(db_, cf_, snap, k.data(), k.size(), &v, &n);
-        if (rc == TDB_ERR_NOT_FOUND) return "NOT_FOUND";
-        if (rc != TDB_OK) return std::string("ERROR:") + tdb_strerror(rc);
-        std::string s((char *)v, n);
-        tdb_free(v);
-        return s;
-    }
     std::vector<std::string> Keys(const tdb_snapshot_t *snap = nullptr) {
         std::vector<std::string> out;
         tdb_iter_t *it;
@@ -170,10 +131,6 @@ class SingleDelTest : public ::testing::Test {
         return st.num_entries_estimate;
     }
 
-    TempDir dir_;
-    tdb_config_t cfg_;
-    tdb_t *db_ = nullptr;
-    tdb_cf_t *cf_ = nullptr;
 };
 
 TEST_F(SingleDelTest, ReadsTreatItAsADelete) {
