@@ -562,40 +562,33 @@ LoopResult PowerLossLoop(int sync, fault_loss_mode_t mode, int points, int ops, 
     return r;
 }
 
-void Report(const char *name, const LoopResult &r) {
+// One power-loss loop: run it, print its figures, check every crash point ran.
+void CheckPowerLoss(const char *name, int sync, fault_loss_mode_t mode, int points, int ops, uint64_t seed) {
+    LoopResult r = PowerLossLoop(sync, mode, points, ops, seed);
     printf("[ %s ] power losses %llu, writes verified %llu, unsynced bytes dropped %llu (run of %llu mutating calls)\n",
            name, (unsigned long long)r.crashes, (unsigned long long)r.verified, (unsigned long long)r.dropped,
            (unsigned long long)r.mutations);
+    EXPECT_EQ(r.crashes, (uint64_t)Scaled(points));
 }
 
 TEST(FaultPowerLoss, FullSyncKeepsEveryAcknowledgedWrite) {
-    LoopResult r = PowerLossLoop(TDB_SYNC_FULL, FAULT_LOSS_ALL, 40, 250, 11);
-    Report("FULL", r);
-    EXPECT_EQ(r.crashes, (uint64_t)Scaled(40));
+    CheckPowerLoss("FULL", TDB_SYNC_FULL, FAULT_LOSS_ALL, 40, 250, 11);
 }
 
 TEST(FaultPowerLoss, FullSyncTornWritesKeepEveryAcknowledgedWrite) {
-    LoopResult r = PowerLossLoop(TDB_SYNC_FULL, FAULT_LOSS_TORN, 30, 250, 12);
-    Report("FULL torn", r);
-    EXPECT_EQ(r.crashes, (uint64_t)Scaled(30));
+    CheckPowerLoss("FULL torn", TDB_SYNC_FULL, FAULT_LOSS_TORN, 30, 250, 12);
 }
 
 TEST(FaultPowerLoss, NoneSyncRecoversAPrefix) {
-    LoopResult r = PowerLossLoop(TDB_SYNC_NONE, FAULT_LOSS_ALL, 40, 400, 13);
-    Report("NONE", r);
-    EXPECT_EQ(r.crashes, (uint64_t)Scaled(40));
+    CheckPowerLoss("NONE", TDB_SYNC_NONE, FAULT_LOSS_ALL, 40, 400, 13);
 }
 
 TEST(FaultPowerLoss, NoneSyncTornWritesRecoverAPrefix) {
-    LoopResult r = PowerLossLoop(TDB_SYNC_NONE, FAULT_LOSS_TORN, 30, 400, 14);
-    Report("NONE torn", r);
-    EXPECT_EQ(r.crashes, (uint64_t)Scaled(30));
+    CheckPowerLoss("NONE torn", TDB_SYNC_NONE, FAULT_LOSS_TORN, 30, 400, 14);
 }
 
 TEST(FaultPowerLoss, IntervalSyncRecoversAPrefix) {
-    LoopResult r = PowerLossLoop(TDB_SYNC_INTERVAL, FAULT_LOSS_TORN, 30, 400, 15);
-    Report("INTERVAL torn", r);
-    EXPECT_EQ(r.crashes, (uint64_t)Scaled(30));
+    CheckPowerLoss("INTERVAL torn", TDB_SYNC_INTERVAL, FAULT_LOSS_TORN, 30, 400, 15);
 }
 
 // Power loss right after a workload whose database directory was created

@@ -145,6 +145,7 @@ class ha_tidesdb : public handler {
   int encode_pk(const uchar *rec, std::string *out);
   void encode_index_entry(uint idx, const uchar *rec, const std::string &pk, std::string *key,
                           std::string *val, bool *has_null);
+  int check_unique_pk(const std::string &pk);
   int check_unique_sec(uint idx, const std::string &key, const std::string &pk);
   bool must_check_unique() const;
   void bump_autoinc(const uchar *rec);

@@ -40,6 +40,19 @@ void ha_tidesdb::encode_index_entry(uint idx, const uchar *rec, const std::strin
   if (pki) key_copy(p + ki->key_length, rec, pki, pki->key_length, true);
 }
 
+/* Lock primary key pk and fail with a duplicate if a row holds it. Locking
+ * first makes the check see the latest committed row (READ COMMITTED) or
+ * fail on a newer one (SNAPSHOT). */
+int ha_tidesdb::check_unique_pk(const std::string &pk) {
+  int err = trx()->get_for_update(data_cf(), (const uchar *)pk.data(), pk.size(), true, NULL);
+  if (!err) {
+    m_dup_key = table->s->primary_key;
+    g_counters.dup_key_errors++;
+    return HA_ERR_FOUND_DUPP_KEY;
+  }
+  return err == HA_ERR_KEY_NOT_FOUND ? 0 : err;
+}
+
 /* Duplicate check of a unique index entry (columns without NULL): the
  * key exists and belongs to another row. The key is read with
  * get_for_update: concurrent inserters of one value are serialized by its
@@ -113,17 +126,7 @@ int ha_tidesdb::write_row(const uchar *buf) {
     encode_pk(buf, &pk);
   }
   bool check = must_check_unique();
-  if (check && !m_def->hidden_pk) {
-    /* Lock the key first: the check then sees the latest committed row
-     * (READ COMMITTED) or fails on a newer one (SNAPSHOT). */
-    err = t->get_for_update(data_cf(), (const uchar *)pk.data(), pk.size(), true, NULL);
-    if (!err) {
-      m_dup_key = table->s->primary_key;
-      g_counters.dup_key_errors++;
-      return HA_ERR_FOUND_DUPP_KEY;
-    }
-    if (err != HA_ERR_KEY_NOT_FOUND) return err;
-  }
+  if (check && !m_def->hidden_pk && (err = check_unique_pk(pk))) return err;
   uint nkeys = table->s->keys;
   std::vector<std::string> keys(nkeys), vals(nkeys);
   for (uint k = 0; k < nkeys; k++) {
@@ -168,15 +171,7 @@ int ha_tidesdb::update_row(const uchar *old_data, const uchar *new_data) {
   }
   bool pk_changed = old_pk != new_pk;
   bool check = must_check_unique();
-  if (pk_changed && check) {
-    err = t->get_for_update(data_cf(), (const uchar *)new_pk.data(), new_pk.size(), true, NULL);
-    if (!err) {
-      m_dup_key = table->s->primary_key;
-      g_counters.dup_key_errors++;
-      return HA_ERR_FOUND_DUPP_KEY;
-    }
-    if (err != HA_ERR_KEY_NOT_FOUND) return err;
-  }
+  if (pk_changed && check && (err = check_unique_pk(new_pk))) return err;
   uint nkeys = table->s->keys;
   std::vector<std::string> okeys(nkeys), nkeys_(nkeys), nvals(nkeys);
   std::vector<bool> changed(nkeys, false);

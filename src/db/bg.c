@@ -48,16 +48,6 @@ int db_snapshot_list(tdb_t *db, uint64_t **out, int *n) {
     return TDB_OK;
 }
 
-/* Parse "<digits>.<ext>" into a number; 1 on success. */
-static int parse_file(const char *name, const char *ext, uint64_t *num) {
-    char *end;
-    if (name[0] < '0' || name[0] > '9') return 0;
-    unsigned long long v = strtoull(name, &end, 10);
-    if (*end != '.' || strcmp(end + 1, ext) != 0) return 0;
-    *num = v;
-    return 1;
-}
-
 /* Oldest WAL any family still needs (mu held). */
 static uint64_t min_needed_wal(tdb_t *db) {
     uint64_t min = db->wal_number;
@@ -79,7 +69,7 @@ void db_delete_obsolete_wals(tdb_t *db) {
     if (db->env->list_dir(db->env, db->path, &names, &n) != TDB_OK) return;
     for (size_t i = 0; i < n; i++) {
         uint64_t num;
-        if (parse_file(names[i], "log", &num) && num < min) {
+        if (db_parse_file_name(names[i], "log", &num) && num < min) {
             char path[4096];
             db_wal_name(path, sizeof path, db->path, num);
             db->env->remove(db->env, path);

@@ -295,6 +295,8 @@ void db_exit_exclusive(tdb_t *db, writer_t *w);
 /* ---- db/flush.c and db/compact.c ---- */
 int db_start_background(tdb_t *db);
 void db_stop_background(tdb_t *db);
+/* Parse a data file name "<digits>.<ext>" ("12.sst", "7.log"); 1 on success. */
+int db_parse_file_name(const char *name, const char *ext, uint64_t *num);
 /* Wait on cv (mu held) for at most us microseconds. */
 void db_cond_wait_us(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t us);
 void db_maybe_schedule(tdb_t *db); /* under mu: wake workers if work exists */

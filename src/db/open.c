@@ -20,8 +20,8 @@
 #include "sst/sst.h"
 #include <unistd.h>
 
-/* Parse "<digits>.<ext>"; 1 on success. */
-static int file_number(const char *name, const char *ext, uint64_t *num) {
+/* Parse a data file name "<digits>.<ext>" into its number; 1 on success. */
+int db_parse_file_name(const char *name, const char *ext, uint64_t *num) {
     char *end;
     if (name[0] < '0' || name[0] > '9') return 0;
     unsigned long long v = strtoull(name, &end, 10);
@@ -100,7 +100,7 @@ static void delete_orphans(tdb_t *db) {
     for (size_t i = 0; i < n; i++) {
         uint64_t num;
         bool drop = false;
-        if (file_number(names[i], "sst", &num)) {
+        if (db_parse_file_name(names[i], "sst", &num)) {
             drop = true;
             for (uint32_t c = 0; c < db->ncf_slots && drop; c++) {
                 tdb_cf_t *cf = db->cfs[c];
@@ -109,7 +109,7 @@ static void delete_orphans(tdb_t *db) {
                     for (int f = 0; f < version_num_files(cf->current, l); f++)
                         if (version_file(cf->current, l, f)->number == num) drop = false;
             }
-        } else if (file_number(names[i], "log", &num)) {
+        } else if (db_parse_file_name(names[i], "log", &num)) {
             drop = num < db->wal_number;
         } else {
             size_t len = strlen(names[i]);
@@ -152,8 +152,8 @@ int db_recover(tdb_t *db, bool *created) {
     if (!wals) RAISE(TDB_ERR_NOMEM, "recovery");
     for (size_t i = 0; i < nnames; i++) {
         uint64_t num;
-        if (file_number(names[i], "log", &num)) wals[nwals++] = num;
-        else if (!file_number(names[i], "sst", &num)) continue;
+        if (db_parse_file_name(names[i], "log", &num)) wals[nwals++] = num;
+        else if (!db_parse_file_name(names[i], "sst", &num)) continue;
         if (num > max_file) max_file = num;
     }
     qsort(wals, nwals, sizeof *wals, cmp_u64);

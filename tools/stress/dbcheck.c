@@ -10,16 +10,6 @@
 #include "version/table_cache.h"
 #include "wal/wal.h"
 
-/* Parse "<digits>.<ext>"; 1 on success. */
-static int numbered(const char *name, const char *ext, uint64_t *num) {
-    char *end;
-    if (name[0] < '0' || name[0] > '9') return 0;
-    unsigned long long v = strtoull(name, &end, 10);
-    if (*end != '.' || strcmp(end + 1, ext) != 0) return 0;
-    *num = v;
-    return 1;
-}
-
 /* Print a report line. */
 static void say(const dbcheck_opts_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Print one report line (if there is an output). */
@@ -182,8 +172,8 @@ int dbcheck_run(env_t *env, const char *dir, const dbcheck_opts_t *opts, dbcheck
     int have_manifest = 0;
     for (size_t i = 0; i < nnames; i++) {
         uint64_t num;
-        if (numbered(names[i], "log", &num)) wals[nwals++] = num;
-        else if (numbered(names[i], "sst", &num)) tables[ntables++] = num;
+        if (db_parse_file_name(names[i], "log", &num)) wals[nwals++] = num;
+        else if (db_parse_file_name(names[i], "sst", &num)) tables[ntables++] = num;
         else if (strcmp(names[i], MANIFEST_NAME) == 0) have_manifest = 1;
         else if (o->verbose) say(o, "INFO     %s: not a data file (not checked)", names[i]);
     }
