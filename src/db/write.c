@@ -681,8 +681,11 @@ int db_write_bounded(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx
         w.sync |= db_cf_sync_mode(db, cfs[i]) == TDB_SYNC_FULL;
     }
     if (stall_timeout_ms == 0) stall_timeout_ms = db->cfg.write_stall_timeout_ms;
-    uint64_t start = now_us(db);
-    if (stall_timeout_ms > 0) w.stall_deadline = start + (uint64_t)stall_timeout_ms * 1000u;
+    uint64_t start = 0; /* read the clock only for a bounded write: hot path */
+    if (stall_timeout_ms > 0) {
+        start = now_us(db);
+        w.stall_deadline = start + (uint64_t)stall_timeout_ms * 1000u;
+    }
     pthread_cond_init(&w.cv, NULL);
     pthread_mutex_lock(&db->mu);
     enqueue_and_wait(db, &w);
