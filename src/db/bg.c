@@ -127,6 +127,7 @@ static int install_edit(tdb_t *db, tdb_cf_t *cf, version_edit_t *edit) {
  * return the error instead of waiting forever. */
 void db_set_bg_error_locked(tdb_t *db, int rc) {
     if (db->bg_error == TDB_OK) db->bg_error = rc;
+    atomic_store(&db->direct_ok, false); /* writes go through the leader, which refuses them */
     pthread_cond_broadcast(&db->done_cv);
     pthread_cond_broadcast(&db->bg_cv);
 }
@@ -202,6 +203,9 @@ static void flush_oldest(tdb_t *db, tdb_cf_t *cf) {
         if (rc == TDB_OK) note_space_ok(db);
         atomic_fetch_add(&db->ctr.flush_bytes, ctx.bytes_written);
         atomic_fetch_add(&db->ctr.flushes, 1);
+        /* Level 1 grew: the next write leader re-checks back-pressure
+         * before direct writes go on (db/write.c). */
+        atomic_store(&db->direct_ok, false);
         db_log(db, TDB_LOG_DEBUG, "flushed memtable of '%s': %d table(s), %llu bytes", cf->name, edit.n_add,
                (unsigned long long)ctx.bytes_written);
     }

@@ -8,10 +8,17 @@
  *  1. One WAL (the file numbered db->wal_number) is shared by all column
  *     families. A batch is one WAL record, so it is atomic across families,
  *     also after a crash.
- *  2. Sequence numbers are assigned by the write leader, in WAL order. A
- *     write becomes visible (db->visible_seq) only after the whole group it
- *     belongs to is in the memtables; readers use visible_seq as their
- *     snapshot, so they never see a partially applied batch.
+ *  2. Sequence numbers are assigned in WAL order, under wal_mu, by the
+ *     write leader or a direct writer (db/write.c). A write becomes visible
+ *     (db->visible_seq) only after it and every write numbered before it
+ *     are in the memtables; readers use visible_seq as their snapshot, so
+ *     they never see a partially applied batch or a hole.
+ *  2a. Direct writers (no FULL sync, no validation, no back-pressure)
+ *     append and insert without the writer queue. They run only while the
+ *     direct gate is open; a write leader and an exclusive writer close it
+ *     and wait until none is in flight, so memtable switches, validation
+ *     and the leader's serial memtable hint never race with one, and the
+ *     leader sees every earlier write applied and visible.
  *  3. Every memtable switch rotates the WAL, and the old WAL is fsynced
  *     before the new one is created. Hence any memtable that reaches an SST
  *     contains only data whose WAL is durable, and after a crash the state
@@ -192,6 +199,12 @@ struct tdb {
 
     atomic_uint_fast64_t last_seq;    /* last assigned */
     atomic_uint_fast64_t visible_seq; /* last readable */
+
+    /* Direct writers (invariant 2a, db/write.c). */
+    atomic_int direct_gate;     /* > 0: closed by a leader or exclusive writer */
+    atomic_int direct_inflight; /* direct writers past the gate, not yet published */
+    atomic_bool direct_ok;      /* the last leader found no back-pressure */
+    int64_t direct_room;        /* under wal_mu: bytes direct writers may still add */
 
     lru_cache_t *block_cache;
     table_cache_t *table_cache;

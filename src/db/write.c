@@ -1,11 +1,20 @@
 /*
- * db/write: the write path. Writers queue under mu; the head of the queue
- * becomes the leader, takes a group of queued batches, makes room (memtable
- * switch, back-pressure), assigns sequence numbers, writes the group to the
- * WAL as one append (one fsync if any member needs it), applies it to the
- * memtables, publishes the new visible sequence and wakes the group.
+ * db/write: the write path. Two lanes (invariants 2 and 2a, db_impl.h):
+ *  - Direct: a batch that needs no fsync (NONE/INTERVAL families), no
+ *    validation and no back-pressure is numbered and appended to the WAL
+ *    by its own thread under wal_mu (a few microseconds), inserted into the
+ *    memtables concurrently with other direct writers, and published in
+ *    sequence order. No queue, no hand-off between threads.
+ *  - Group commit: every other writer queues under mu; the head of the
+ *    queue becomes the leader, closes the direct gate, takes a group of
+ *    queued batches, makes room (memtable switch, back-pressure), validates,
+ *    assigns sequence numbers, writes the group to the WAL as one append
+ *    (one fsync if any member needs it), applies it to the memtables,
+ *    publishes the new visible sequence, reopens the gate and wakes the
+ *    group. The leader also decides whether direct writes may resume.
  */
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,7 +35,7 @@ int db_rotate_wal(tdb_t *db) {
     uint64_t number = 0;
     pthread_mutex_lock(&db->wal_mu);
     if (db->wal) {
-        rc = wal_writer_sync(db->wal);
+        rc = wal_writer_seal(db->wal); /* cut to its records and synced: complete (wal.h) */
         if (rc != TDB_OK) {
             db_log(db, TDB_LOG_ERROR, "WAL sync at rotation failed: %s", tdb_last_error());
             db_set_bg_error_locked(db, rc);
@@ -123,7 +132,17 @@ typedef struct apply_ctx {
     sort_item_t *v;      /* sorted apply: the decoded entries */
     uint32_t n;
     bool serial;         /* small batch: may use the memtable's serial hint */
+    bool direct;         /* small batch of a direct writer: its thread's hint */
 } apply_ctx_t;
+
+/* A direct writer's own insert hint, valid for the memtable numbered
+ * mem_id only (memtable_id): sequential keys of one thread skip the
+ * skip-list descent as with the leader's serial hint. */
+typedef struct thread_hint {
+    uint64_t mem_id;
+    memtable_hint_t hint;
+} thread_hint_t;
+static _Thread_local thread_hint_t tl_hint;
 
 /* The family an entry goes to, or NULL to skip it (dropped, or recovery
  * of a log older than the family's flushed state). */
@@ -139,8 +158,16 @@ static int apply_entry(void *arg, uint64_t seq, const batch_entry_t *e) {
     const apply_ctx_t *c = (const apply_ctx_t *)arg;
     tdb_cf_t *cf = apply_cf(c, e->cf_id);
     if (!cf) return TDB_OK;
-    if (c->serial) return memtable_add_serial(cf->mem.mem, seq, e->type, e->key, e->value);
-    return memtable_add(cf->mem.mem, seq, e->type, e->key, e->value);
+    memtable_t *m = cf->mem.mem;
+    if (c->serial) return memtable_add_serial(m, seq, e->type, e->key, e->value);
+    if (c->direct) {
+        if (tl_hint.mem_id != memtable_id(m)) {
+            memset(&tl_hint.hint, 0, sizeof tl_hint.hint); /* climb 0, like the serial hint */
+            tl_hint.mem_id = memtable_id(m);
+        }
+        return memtable_add_hint(m, &tl_hint.hint, seq, e->type, e->key, e->value);
+    }
+    return memtable_add(m, seq, e->type, e->key, e->value);
 }
 
 /* Sorted apply, pass 1: collect the decoded entries. */
@@ -183,39 +210,27 @@ static int apply_sorted(apply_ctx_t *c, slice_t rep, uint32_t n) {
     return rc;
 }
 
-int db_apply_batch(tdb_t *db, slice_t rep, uint64_t wal_number) {
-    apply_ctx_t c = {db, wal_number, NULL, 0, false};
+/* Apply a batch; `direct`: by a direct writer, concurrently with others. */
+static int apply_batch(tdb_t *db, slice_t rep, uint64_t wal_number, bool direct) {
+    apply_ctx_t c = {db, wal_number, NULL, 0, false, false};
     uint32_t n = batch_count_raw(rep);
-    c.serial = n < SMALL_BATCH_ENTRIES; /* only such batches are applied by the leader alone */
+    /* Only small batches of the leader alone (or of recovery) use the
+     * memtable's serial hint. */
+    c.serial = !direct && n < SMALL_BATCH_ENTRIES;
+    c.direct = direct;
     /* An entry takes at least 4 bytes: a larger count is corrupt, and
      * batch_iterate reports it without allocating for it. */
     if (n < SMALL_BATCH_ENTRIES || n > rep.size / 4) return batch_iterate(rep, apply_entry, &c);
     return apply_sorted(&c, rep, n);
 }
 
+int db_apply_batch(tdb_t *db, slice_t rep, uint64_t wal_number) { return apply_batch(db, rep, wal_number, false); }
+
 /* Time since an arbitrary origin, microseconds. */
 static uint64_t now_us(tdb_t *db) { return db->env->now_micros(db->env); }
 
 /* Wait on done_cv for up to `us` microseconds (mu held). */
 static void wait_done(tdb_t *db, uint64_t us) { db_cond_wait_us(&db->done_cv, &db->mu, us); }
-
-/* Bytes held by every memtable of the database (mu held). */
-static uint64_t memtable_bytes(tdb_t *db, tdb_cf_t **largest) {
-    uint64_t total = 0, best = 0;
-    *largest = NULL;
-    for (uint32_t i = 0; i < db->ncf_slots; i++) {
-        tdb_cf_t *cf = db->cfs[i];
-        if (!cf || atomic_load(&cf->dropped) || !cf->mem.mem) continue;
-        uint64_t active = memtable_memory_usage(cf->mem.mem);
-        total += active;
-        for (int k = 0; k < cf->nimm; k++) total += memtable_memory_usage(cf->imm[k].mem);
-        if (active > best && memtable_num_entries(cf->mem.mem) > 0 && cf->nimm < cf->cfg.l0_queue_stall_threshold) {
-            best = active;
-            *largest = cf;
-        }
-    }
-    return total;
-}
 
 /* Pressure of one family's backlog: 0 = none, 1 = must stop. Below 1 the
  * writer is slowed in proportion (graduated back-pressure). */
@@ -224,6 +239,90 @@ static double cf_pressure(const tdb_cf_t *cf) {
     /* Level 1 is allowed to run behind to 8x its trigger before writes stop. */
     double l1 = (double)version_num_files(cf->current, 1) / (8.0 * cf->cfg.l1_file_count_trigger);
     return q > l1 ? q : l1;
+}
+
+/* Memory of the memtables (mu held). */
+typedef struct mem_state {
+    uint64_t total;      /* every memtable, active and immutable */
+    uint64_t active;     /* active memtables only */
+    tdb_cf_t *largest;   /* largest non-empty active one that may switch */
+    double max_pressure; /* highest cf_pressure of any family */
+} mem_state_t;
+
+static void memtable_state(tdb_t *db, mem_state_t *st) {
+    uint64_t best = 0;
+    memset(st, 0, sizeof *st);
+    for (uint32_t i = 0; i < db->ncf_slots; i++) {
+        tdb_cf_t *cf = db->cfs[i];
+        if (!cf || atomic_load(&cf->dropped) || !cf->mem.mem) continue;
+        uint64_t active = memtable_memory_usage(cf->mem.mem);
+        st->active += active;
+        st->total += active;
+        for (int k = 0; k < cf->nimm; k++) st->total += memtable_memory_usage(cf->imm[k].mem);
+        if (active > best && memtable_num_entries(cf->mem.mem) > 0 && cf->nimm < cf->cfg.l0_queue_stall_threshold) {
+            best = active;
+            st->largest = cf;
+        }
+        double p = cf_pressure(cf);
+        if (p > st->max_pressure) st->max_pressure = p;
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * The direct gate (invariant 2a). A direct writer enters by counting itself
+ * in flight and then finding the gate open; a closer counts itself on the
+ * gate and then waits for the in-flight count to reach zero. Both sides use
+ * sequentially consistent operations, so at least one of them sees the
+ * other: no direct writer runs while the gate is closed.
+ * ------------------------------------------------------------------------- */
+
+/* Wait a moment for another thread's short step (spin, then yield). */
+static void pause_briefly(unsigned *spins) {
+    if (++*spins < 128) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    } else {
+        sched_yield();
+    }
+}
+
+/* Close the gate and wait out the direct writers in flight. They take no
+ * lock but wal_mu and wait for nothing but each other, so the caller may
+ * hold mu. Nests (a count). */
+static void direct_gate_close(tdb_t *db) {
+    atomic_fetch_add(&db->direct_gate, 1);
+    unsigned spins = 0;
+    while (atomic_load(&db->direct_inflight) != 0) pause_briefly(&spins);
+}
+
+static void direct_gate_open(tdb_t *db) { atomic_fetch_sub(&db->direct_gate, 1); }
+
+/* Below this pressure and memory share, writes need no back-pressure and
+ * may take the direct lane. */
+#define DIRECT_MAX_PRESSURE 0.5
+#define DIRECT_MAX_MEMORY_SHARE 0.75
+/* Memtable bytes charged per entry beyond its batch bytes (node links,
+ * lengths, key trailer), for direct_room. */
+#define DIRECT_ENTRY_OVERHEAD 64
+
+/* After a leader made room (mu held, gate closed): may direct writes go
+ * ahead, and how many memtable bytes may they add before a leader must
+ * look again (unified write buffer, memory budget)? A family's own write
+ * buffer is checked by each direct writer. */
+static void direct_refresh(tdb_t *db) {
+    mem_state_t st;
+    memtable_state(db, &st);
+    double room = (double)INT64_MAX;
+    if (db->cfg.unified_memtable) room = (double)db->cfg.unified_memtable_write_buffer_size - (double)st.active;
+    double budget_room = DIRECT_MAX_MEMORY_SHARE * (double)db->memtable_budget - (double)st.total;
+    if (budget_room < room) room = budget_room;
+    bool ok = db->bg_error == TDB_OK && !db->wal_nospace && !db->bg_nospace &&
+              st.max_pressure < DIRECT_MAX_PRESSURE && room > 0;
+    pthread_mutex_lock(&db->wal_mu);
+    db->direct_room = ok ? (int64_t)room : 0;
+    pthread_mutex_unlock(&db->wal_mu);
+    atomic_store(&db->direct_ok, ok);
 }
 
 /* Unified mode: switch every non-empty family when together they fill the
@@ -335,11 +434,11 @@ static int make_room(tdb_t *db, writer_t *self, writer_t **last, int *n, tdb_cf_
         /* Global memory budget: past 90% flush the largest memtable early;
          * past 75% slow writers down; at 100% stop them until flushes free
          * memory. */
-        tdb_cf_t *largest;
-        uint64_t mem = memtable_bytes(db, &largest);
-        double pm = (double)mem / (double)db->memtable_budget;
-        if (pm >= 0.9 && largest && memtable_memory_usage(largest->mem.mem) >= (64u << 10)) {
-            int rc = switch_cf(db, largest, &rotated);
+        mem_state_t st;
+        memtable_state(db, &st);
+        double pm = (double)st.total / (double)db->memtable_budget;
+        if (pm >= 0.9 && st.largest && memtable_memory_usage(st.largest->mem.mem) >= (64u << 10)) {
+            int rc = switch_cf(db, st.largest, &rotated);
             if (rc != TDB_OK) return rc;
         }
         if (pm >= 1.0) pressure = 1.0;
@@ -466,6 +565,94 @@ static int gk_visit(void *ctx, uint64_t seq, const batch_entry_t *e) {
     return group_keys_add((group_keys_t *)ctx, e->cf_id, e->key);
 }
 
+/* Append records to the WAL, then fsync if `sync` (wal_mu held). On
+ * running out of space the partial record is cut off at once and *nospace
+ * set: nothing was written, and the next leader continues in a new log
+ * (invariant 7). Any other failure leaves the WAL state unknown: the caller
+ * makes it sticky. Returns the error to report, worded. */
+static int wal_append_locked(tdb_t *db, const slice_t *payloads, int n, bool sync, bool dirty, bool *nospace) {
+    uint64_t before = wal_writer_size(db->wal);
+    int rc = wal_writer_add(db->wal, payloads, n);
+    *nospace = rc == TDB_ERR_NO_SPACE;
+    if (rc == TDB_OK && sync) rc = wal_writer_sync(db->wal);
+    if (rc == TDB_OK && dirty && !sync) atomic_store(&db->wal_dirty, true);
+    atomic_fetch_add(&db->ctr.wal_bytes, wal_writer_size(db->wal) - before);
+    if (*nospace) {
+        char detail[512];
+        snprintf(detail, sizeof detail, "%s", tdb_last_error());
+        rc = wal_writer_sync(db->wal); /* cut the partial record off now (wal.h) */
+        if (rc != TDB_OK) {            /* could not cut it: sticky like any failed sync */
+            *nospace = false;
+            db_log(db, TDB_LOG_ERROR, "WAL truncation after running out of space failed: %s", tdb_last_error());
+            return rc;
+        }
+        db_log(db, TDB_LOG_WARN, "WAL append out of space, write refused: %s", detail);
+        return tdb_err(TDB_ERR_NO_SPACE, "disk full: the write was not applied; writes resume once space is "
+                                         "freed (%s)", detail);
+    }
+    if (rc != TDB_OK) db_log(db, TDB_LOG_ERROR, "WAL write failed: %s", tdb_last_error());
+    return rc;
+}
+
+/* The direct lane (see the top of the file). Sets *queued and returns
+ * TDB_OK without doing anything when the batch must take the writer queue
+ * instead: gate closed, back-pressure or memory to check, a family full
+ * or dropped. Otherwise the write is done (or failed) here. */
+static int write_direct(tdb_t *db, tdb_batch_t *b, tdb_cf_t **cfs, int ncfs, bool *queued) {
+    int rc = TDB_OK;
+    bool dirty = false, nospace = false;
+    *queued = true;
+    atomic_fetch_add(&db->direct_inflight, 1);
+    if (atomic_load(&db->direct_gate) != 0 || !atomic_load(&db->direct_ok)) goto out;
+    /* In flight with the gate open: no memtable switches until we leave. */
+    for (int i = 0; i < ncfs; i++) {
+        tdb_cf_t *cf = cfs[i];
+        size_t limit = db->cfg.unified_memtable ? db->cfg.unified_memtable_write_buffer_size : cf->cfg.write_buffer_size;
+        if (atomic_load(&cf->dropped) || memtable_memory_usage(cf->mem.mem) >= limit) goto out;
+        dirty |= db_cf_sync_mode(db, cf) == TDB_SYNC_INTERVAL;
+    }
+    slice_t rep = batch_rep(b);
+    uint64_t n = tdb_batch_count(b);
+    int64_t charge = (int64_t)rep.size + (int64_t)n * DIRECT_ENTRY_OVERHEAD;
+    pthread_mutex_lock(&db->wal_mu);
+    if (db->direct_room < charge) {
+        pthread_mutex_unlock(&db->wal_mu);
+        goto out;
+    }
+    *queued = false;
+    uint64_t first = atomic_load(&db->last_seq) + 1;
+    batch_set_seq(b, first);
+    rc = wal_append_locked(db, &rep, 1, false, dirty, &nospace);
+    if (rc == TDB_OK) {
+        atomic_store(&db->last_seq, first + n - 1);
+        db->direct_room -= charge;
+    }
+    pthread_mutex_unlock(&db->wal_mu);
+    if (rc != TDB_OK) {
+        atomic_store(&db->direct_ok, false); /* the next leader looks at the WAL first */
+        goto out;
+    }
+    rc = apply_batch(db, rep, 0, true);
+    /* Publish in sequence order: wait for the writes numbered before ours
+     * (in flight too, so they finish without us). After a failed insert the
+     * range is published all the same, so later writers are not stuck; the
+     * error below is sticky and refuses further writes. */
+    unsigned spins = 0;
+    while (atomic_load(&db->visible_seq) != first - 1) pause_briefly(&spins);
+    atomic_store(&db->visible_seq, first + n - 1);
+    if (rc == TDB_OK) atomic_fetch_add(&db->ctr.user_bytes, batch_user_bytes(b));
+    else atomic_store(&db->direct_ok, false);
+out:
+    atomic_fetch_sub(&db->direct_inflight, 1);
+    if (rc != TDB_OK) { /* out of the gate: mu may be taken now */
+        pthread_mutex_lock(&db->mu);
+        if (nospace) db->wal_nospace = true;
+        else db_set_bg_error_locked(db, rc);
+        pthread_mutex_unlock(&db->mu);
+    }
+    return rc;
+}
+
 /* Batches at least this large are inserted by their own writer thread, in
  * parallel with the rest of the group (the memtable takes concurrent adds;
  * smaller ones use the memtable's serial hint, so only the leader may). */
@@ -526,9 +713,13 @@ static void commit_group(tdb_t *db, writer_t *self) {
         int nb = batch_cfs(w->batch, &bc);
         for (int i = 0; i < nb && rc == TDB_OK; i++) rc = note_cf(&cfs, &ncfs, &capcfs, bc[i]);
     }
+    direct_gate_close(db); /* from here on the only writer (invariant 2a) */
     if (rc == TDB_OK && db->wal_nospace) rc = resume_wal_after_nospace(db);
     if (rc == TDB_OK) rc = make_room(db, self, &last, &n, cfs, ncfs);
+    if (rc == TDB_OK) direct_refresh(db);
+    else atomic_store(&db->direct_ok, false);
     if (self->stall_expired) { /* the leader alone gives up; the next writer leads the rest */
+        direct_gate_open(db);
         self->rc = rc;
         self->done = true;
         db->wq_head = self->next;
@@ -576,35 +767,12 @@ static void commit_group(tdb_t *db, writer_t *self) {
     free(gk.slots);
 
     if (rc == TDB_OK && np > 0) {
-        /* wal_mu: the interval-sync thread and tdb_sync use the same
-         * writer (one thread at a time, wal.h). */
+        /* wal_mu: direct writers, the interval-sync thread and tdb_sync use
+         * the same writer (one thread at a time, wal.h). */
         pthread_mutex_lock(&db->wal_mu);
-        uint64_t before = wal_writer_size(db->wal);
-        rc = wal_writer_add(db->wal, payloads, np);
-        wal_full = rc == TDB_ERR_NO_SPACE;
-        if (rc == TDB_OK && sync) rc = wal_writer_sync(db->wal);
-        if (rc == TDB_OK && dirty && !sync) atomic_store(&db->wal_dirty, true);
-        atomic_fetch_add(&db->ctr.wal_bytes, wal_writer_size(db->wal) - before);
-        char detail[512];
-        int r = TDB_OK;
-        if (wal_full) {
-            snprintf(detail, sizeof detail, "%s", tdb_last_error());
-            r = wal_writer_sync(db->wal); /* cut the partial record off now (wal.h) */
-        }
+        rc = wal_append_locked(db, payloads, np, sync, dirty, &wal_full);
         pthread_mutex_unlock(&db->wal_mu);
-        if (wal_full) {
-            if (r != TDB_OK) { /* could not cut it: sticky like any failed sync */
-                wal_full = false;
-                rc = r;
-                db_log(db, TDB_LOG_ERROR, "WAL truncation after running out of space failed: %s", tdb_last_error());
-            } else {
-                db_log(db, TDB_LOG_WARN, "WAL append out of space, write refused: %s", detail);
-                rc = tdb_err(TDB_ERR_NO_SPACE, "disk full: the write was not applied; writes resume once space is "
-                                               "freed (%s)", detail);
-            }
-        } else if (rc != TDB_OK) {
-            db_log(db, TDB_LOG_ERROR, "WAL write failed: %s", tdb_last_error());
-        } else {
+        if (rc == TDB_OK) {
             rc = apply_group(db, self, last);
             if (rc == TDB_OK) {
                 atomic_store(&db->last_seq, seq - 1);
@@ -615,7 +783,10 @@ static void commit_group(tdb_t *db, writer_t *self) {
     }
 
     pthread_mutex_lock(&db->mu);
-    if (wal_full) db->wal_nospace = true; /* not sticky: the next leader starts a new log */
+    if (wal_full) { /* not sticky: the next leader starts a new log, direct writers wait for it */
+        db->wal_nospace = true;
+        atomic_store(&db->direct_ok, false);
+    }
     else if (rc != TDB_OK && np > 0) db_set_bg_error_locked(db, rc); /* sticky: WAL state unknown */
     for (writer_t *w = self;; w = w->next) {
         if (rc != TDB_OK) w->rc = rc;
@@ -626,6 +797,7 @@ static void commit_group(tdb_t *db, writer_t *self) {
     db->wq_head = last->next;
     if (!db->wq_head) db->wq_tail = NULL;
     else pthread_cond_signal(&db->wq_head->cv);
+    direct_gate_open(db);
     free(payloads);
     free(cfs);
 }
@@ -656,9 +828,11 @@ void db_enter_exclusive(tdb_t *db, writer_t *w) {
     memset(w, 0, sizeof *w);
     pthread_cond_init(&w->cv, NULL);
     enqueue_and_wait(db, w);
+    direct_gate_close(db);
 }
 
 void db_exit_exclusive(tdb_t *db, writer_t *w) {
+    direct_gate_open(db);
     db->wq_head = w->next;
     if (!db->wq_head) db->wq_tail = NULL;
     else pthread_cond_signal(&db->wq_head->cv);
@@ -679,6 +853,11 @@ int db_write_bounded(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx
         int rc = db_check_cf(db, cfs[i]);
         if (rc != TDB_OK) return rc;
         w.sync |= db_cf_sync_mode(db, cfs[i]) == TDB_SYNC_FULL;
+    }
+    if (!fn && !w.sync) {
+        bool queued;
+        int rc = write_direct(db, b, cfs, ncfs, &queued);
+        if (!queued) return rc;
     }
     if (stall_timeout_ms == 0) stall_timeout_ms = db->cfg.write_stall_timeout_ms;
     uint64_t start = 0; /* read the clock only for a bounded write: hot path */

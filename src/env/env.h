@@ -35,6 +35,12 @@ struct env_file {
 struct env {
     /* Create (truncating) a file for appending. */
     int (*open_writable)(env_t *e, const char *path, env_file_t **out);
+    /* Like open_writable, for a log of many small appends that must each
+     * reach the OS at once (survive a crash of the process) and be
+     * durable after sync(). May be NULL: env_open_log falls back to
+     * open_writable. After a crash the file may end in zero bytes past
+     * the last append (preallocated space); readers must accept that. */
+    int (*open_log)(env_t *e, const char *path, env_file_t **out);
     /* Open an existing file for random reads. */
     int (*open_readable)(env_t *e, const char *path, env_file_t **out);
     int (*append)(env_file_t *f, const void *data, size_t n);
@@ -69,6 +75,9 @@ struct env {
 /* The process-wide POSIX environment. */
 env_t *env_posix(void);
 
+static inline int env_open_log(env_t *e, const char *path, env_file_t **out) {
+    return e->open_log ? e->open_log(e, path, out) : e->open_writable(e, path, out);
+}
 static inline int env_append(env_file_t *f, const void *d, size_t n) { return f->env->append(f, d, n); }
 static inline int env_pread(env_file_t *f, uint64_t off, void *b, size_t n, size_t *nr) { return f->env->pread(f, off, b, n, nr); }
 static inline int env_sync(env_file_t *f) { return f->env->sync(f); }

@@ -373,8 +373,9 @@ static int wrap(fault_env_t *fe, env_file_t *inner, const char *npath, env_file_
     return TDB_OK;
 }
 
-/* Create (truncating) a file for appending; tracked from size 0. */
-static int fe_open_writable(env_t *e, const char *path, env_file_t **out) {
+/* Create (truncating) a file for appending (`log`: through the target's
+ * open_log when it has one); tracked from size 0. */
+static int fe_open_for_append(env_t *e, const char *path, int log, env_file_t **out) {
     fault_env_t *fe = FE(e);
     int rc = TDB_OK;
     env_file_t *inner = NULL;
@@ -386,7 +387,7 @@ static int fe_open_writable(env_t *e, const char *path, env_file_t **out) {
     int code = inject(fe, FAULT_CREATE, np, NULL);
     if (code) RAISE(code, "fault env: injected create error on %s (%s)", np, tdb_strerror(code));
     int existed = fe->t->exists(fe->t, np);
-    TRY(fe->t->open_writable(fe->t, np, &inner));
+    TRY(log ? env_open_log(fe->t, np, &inner) : fe->t->open_writable(fe->t, np, &inner));
     TRY(file_track_new(fe, np));
     if (!existed) {
         char *dir = parent_of(np), *p = strdup(np);
@@ -405,6 +406,12 @@ err:
     free(np);
     return rc;
 }
+
+static int fe_open_writable(env_t *e, const char *path, env_file_t **out) {
+    return fe_open_for_append(e, path, 0, out);
+}
+
+static int fe_open_log(env_t *e, const char *path, env_file_t **out) { return fe_open_for_append(e, path, 1, out); }
 
 /* Open an existing file for reading. */
 static int fe_open_readable(env_t *e, const char *path, env_file_t **out) {
@@ -713,6 +720,7 @@ int fault_env_create(env_t *target, uint64_t seed, fault_env_t **out) {
     fault_env_t *fe = (fault_env_t *)calloc(1, sizeof *fe);
     if (!fe) return tdb_err(TDB_ERR_NOMEM, "fault env: out of memory");
     fe->env.open_writable = fe_open_writable;
+    fe->env.open_log = fe_open_log;
     fe->env.open_readable = fe_open_readable;
     fe->env.append = fe_append;
     fe->env.pread = fe_pread;

@@ -9,6 +9,19 @@
  *    append() is one write() syscall whenever the kernel accepts it whole;
  *    `size` counts bytes appended (including those of a failed append that
  *    reached the file). Used by one thread at a time.
+ *  - Log files (open_log): appended through a shared writable mapping of
+ *    a window of the file (LOG_WINDOW bytes, page aligned) instead of a
+ *    write() per append: an append is a memcpy into the page cache, so it
+ *    survives a crash of the process like a write() would, at a fraction
+ *    of the cost. Space is reserved with fallocate() before a window is
+ *    mapped, so running out of space is an error of the append that needs
+ *    the window (TDB_ERR_NO_SPACE), never a SIGBUS; on filesystems
+ *    without fallocate the file is written with write() instead. sync()
+ *    is fdatasync(), which also writes back pages dirtied through the
+ *    mapping. close() unmaps and truncates the file to the bytes appended;
+ *    after a crash the file may end in zeros (reserved, never written).
+ *    Nothing else may shrink a log file while a window is mapped, except
+ *    after an append failed (the log writer then stops appending).
  *  - Readable files: only pread() is used, so any number of threads may read
  *    one handle concurrently; nothing in the handle is mutated after open.
  *  - Locks: g_locks (guarded by g_lock_mu) lists every lock held by this
@@ -27,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -41,7 +55,15 @@ typedef struct posix_file {
     int writable;
     uint64_t size; /* writable: bytes appended so far */
     char *path;
+    /* Log files appended through a mapping (see the top of the file). */
+    int mapped;
+    char *map;          /* current window, NULL if none */
+    uint64_t map_off;   /* file offset of the window */
+    uint64_t alloc_end; /* bytes reserved with fallocate */
 } posix_file_t;
+
+/* Bytes of a log file mapped at a time (also the fallocate step). */
+#define LOG_WINDOW (1u << 20)
 
 struct env_lock {
     int fd;
@@ -109,6 +131,73 @@ static int px_open_writable(env_t *e, const char *path, env_file_t **out) {
     return TDB_OK;
 }
 
+/* Create (truncating) a log file, appended through a mapping. */
+static int px_open_log(env_t *e, const char *path, env_file_t **out) {
+    *out = NULL;
+    /* A shared writable mapping needs the file open for reading too. */
+    int fd = open_retry(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return os_err(errno, "create", path);
+    posix_file_t *f = file_new(e, path, fd, 1);
+    if (!f) {
+        close(fd);
+        return tdb_err(TDB_ERR_NOMEM, "create %s: out of memory", path);
+    }
+    f->mapped = 1;
+    *out = &f->base;
+    return TDB_OK;
+}
+
+/* Drop the current window of a log file. */
+static void unmap_window(posix_file_t *f) {
+    if (f->map) munmap(f->map, LOG_WINDOW);
+    f->map = NULL;
+}
+
+/* Map the window holding offset f->size, reserving its space first. On
+ * a filesystem without fallocate (first window only) the file falls back
+ * to write() appends: f->mapped becomes 0 and TDB_OK is returned. */
+static int map_window(posix_file_t *f) {
+    unmap_window(f);
+    uint64_t off = f->size - f->size % LOG_WINDOW, end = off + LOG_WINDOW;
+    if (end > (uint64_t)INT64_MAX) return tdb_err(TDB_ERR_TOO_LARGE, "write %s: log too large", f->path);
+    if (end > f->alloc_end) {
+        int r;
+        do {
+            r = fallocate(f->fd, 0, (off_t)f->alloc_end, (off_t)(end - f->alloc_end));
+        } while (r != 0 && errno == EINTR);
+        if (r != 0) {
+            if ((errno == EOPNOTSUPP || errno == ENOSYS) && f->size == 0 && f->alloc_end == 0) {
+                f->mapped = 0; /* nothing written yet: the fd offset is 0 */
+                return TDB_OK;
+            }
+            return os_err(errno, "fallocate", f->path);
+        }
+        f->alloc_end = end;
+    }
+    void *m = mmap(NULL, LOG_WINDOW, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, (off_t)off);
+    if (m == MAP_FAILED) return os_err(errno, "mmap", f->path);
+    f->map = (char *)m;
+    f->map_off = off;
+    return TDB_OK;
+}
+
+/* Append to a log file: memcpy into the mapped windows. */
+static int append_mapped(posix_file_t *f, const char *p, size_t n) {
+    while (n > 0) {
+        if (!f->map || f->size >= f->map_off + LOG_WINDOW) {
+            int rc = map_window(f);
+            if (rc != TDB_OK) return rc;
+            if (!f->mapped) return 1; /* caller continues with write() */
+        }
+        size_t room = (size_t)(f->map_off + LOG_WINDOW - f->size), k = n < room ? n : room;
+        memcpy(f->map + (f->size - f->map_off), p, k);
+        p += k;
+        n -= k;
+        f->size += k;
+    }
+    return TDB_OK;
+}
+
 /* Open an existing file for random reads. */
 static int px_open_readable(env_t *e, const char *path, env_file_t **out) {
     *out = NULL;
@@ -128,6 +217,10 @@ static int px_append(env_file_t *fb, const void *data, size_t n) {
     posix_file_t *f = (posix_file_t *)fb;
     if (!f->writable) return tdb_err(TDB_ERR_INVALID_ARG, "append %s: file not opened for writing", f->path);
     const char *p = (const char *)data;
+    if (f->mapped) {
+        int rc = append_mapped(f, p, n);
+        if (rc != 1) return rc; /* 1: fell back to write() before writing anything */
+    }
     while (n > 0) {
         ssize_t w = write(f->fd, p, n);
         if (w < 0) {
@@ -189,6 +282,12 @@ static int px_size(env_file_t *fb, uint64_t *out) {
 static int px_close(env_file_t *fb) {
     posix_file_t *f = (posix_file_t *)fb;
     int rc = TDB_OK;
+    if (f->mapped) { /* give back the reserved space past the last append */
+        unmap_window(f);
+        struct stat st;
+        if (fstat(f->fd, &st) == 0 && (uint64_t)st.st_size > f->size && ftruncate(f->fd, (off_t)f->size) != 0)
+            rc = os_err(errno, "truncate", f->path);
+    }
     /* Never retry close(): on Linux the fd is released even on EINTR. */
     if (close(f->fd) != 0 && errno != EINTR) rc = os_err(errno, "close", f->path);
     free(f->path);
@@ -428,6 +527,7 @@ static uint64_t px_now_micros(env_t *e) {
 
 static env_t g_posix_env = {
     .open_writable = px_open_writable,
+    .open_log = px_open_log,
     .open_readable = px_open_readable,
     .append = px_append,
     .pread = px_pread,

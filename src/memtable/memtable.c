@@ -33,7 +33,10 @@ struct memtable {
     arena_t *arena;
     skiplist_t *list;
     memtable_hint_t serial; /* memtable_add_serial's hint (callers serialised) */
+    uint64_t id;            /* unique in the process (memtable_id) */
 };
+
+static _Atomic uint64_t next_memtable_id = 1;
 
 /* Create an empty memtable with one reference. */
 memtable_t *memtable_create(void) {
@@ -52,8 +55,11 @@ memtable_t *memtable_create(void) {
     atomic_init(&m->range_dels, 0);
     atomic_init(&m->rd_head, NULL);
     memset(&m->serial, 0, sizeof m->serial); /* climb = 0: unrelated keys are common */
+    m->id = atomic_fetch_add_explicit(&next_memtable_id, 1, memory_order_relaxed);
     return m;
 }
+
+uint64_t memtable_id(const memtable_t *m) { return m->id; }
 
 /* Take a reference. */
 void memtable_ref(memtable_t *m) { atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed); }

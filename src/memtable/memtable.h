@@ -62,6 +62,9 @@ memtable_t *memtable_create(void);
 void memtable_ref(memtable_t *m);
 /* Drop a reference; frees the memtable at zero. NULL is ignored. */
 void memtable_unref(memtable_t *m);
+/* A number no other memtable of this process has (never 0): tells whether
+ * a hint kept across calls was made on this memtable. */
+uint64_t memtable_id(const memtable_t *m);
 
 /* Insert an entry (thread-safe). type is a KT_* value (< 0x80: else
  * TDB_ERR_INVALID_ARG); seq <= SEQ_MAX (else TDB_ERR_INVALID_ARG).

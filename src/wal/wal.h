@@ -22,9 +22,13 @@
  *
  * Invariants
  *  - Writer: every wal_writer_add() hands all of its records to ONE
- *    env append() call (one write syscall on POSIX): a group commit lands
- *    whole or, after a crash, as a torn tail. The file always holds complete
- *    records up to wal_writer_size().
+ *    env append() call (one write syscall, or one copy into a mapped log
+ *    window, on POSIX): a group commit lands whole or, after a crash, as a
+ *    torn tail. The file always holds complete records up to
+ *    wal_writer_size(); past them, after a crash, it may hold zeros
+ *    (preallocated space), which read as a torn tail. A log is sealed
+ *    (wal_writer_seal: cut to its records, synced) before a newer log is
+ *    created, so only the newest log can end in zeros.
  *  - Writer: after an I/O error in add or sync, the writer is failed:
  *    every later add/sync returns the same error code (a failed fdatasync
  *    may have dropped dirty pages, so a later "successful" sync would lie).
@@ -104,6 +108,10 @@ int wal_writer_add(wal_writer_t *w, const slice_t *payloads, int n);
 /* fdatasync the file (the first time, also its directory); a torn writer
  * (out of space) is truncated to its complete records first. */
 int wal_writer_sync(wal_writer_t *w);
+/* Finish the log as complete before a newer one starts: cut the file to
+ * its complete records (a log file may be preallocated past them, env.h
+ * open_log), then sync as wal_writer_sync. Later adds are refused. */
+int wal_writer_seal(wal_writer_t *w);
 /* Bytes written so far (complete records only). */
 uint64_t wal_writer_size(const wal_writer_t *w);
 /* Optionally sync, then close and free (always freed; NULL is a no-op).

@@ -35,7 +35,7 @@ int wal_writer_open(env_t *env, const char *path, wal_writer_t **out) {
     wal_writer_t *w = (wal_writer_t *)calloc(1, sizeof *w);
     if (!w || !(w->path = strdup(path))) RAISE(TDB_ERR_NOMEM, "wal %s: out of memory", path);
     w->env = env;
-    TRY(env->open_writable(env, path, &w->file));
+    TRY(env_open_log(env, path, &w->file));
     *out = w;
     return TDB_OK;
 err:
@@ -144,6 +144,20 @@ int wal_writer_sync(wal_writer_t *w) {
         w->dir_synced = 1;
     }
     return TDB_OK;
+}
+
+/* Cut to the complete records, then sync; no appends after. */
+int wal_writer_seal(wal_writer_t *w) {
+    if (!w) return tdb_err(TDB_ERR_INVALID_ARG, "wal_writer_seal: NULL writer");
+    if (w->failed) return writer_failed(w);
+    int rc = w->env->truncate(w->env, w->path, w->size);
+    if (rc != TDB_OK) {
+        w->failed = rc;
+        return rc;
+    }
+    w->torn = 0;
+    w->sealed = 1;
+    return wal_writer_sync(w);
 }
 
 /* Bytes of complete records written so far. */
