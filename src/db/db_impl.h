@@ -44,7 +44,8 @@
  *     once by tdb_flush); writers that would have to wait for it get
  *     NO_SPACE instead of stalling.
  *
- * Locks (acquire in this order): manifest_mu -> mu -> sv_mu, wal_mu.
+ * Locks (acquire in this order): manifest_mu -> mu -> sv_mu, wal_mu, pub_mu
+ * (pub_mu is a leaf: nothing is taken while holding it).
  *  - mu: family list and per-family memtable queue, versions, the writer
  *    queue, background job state.
  *  - sv_mu: guards each family's superversion pointer swap; readers hold it
@@ -205,6 +206,12 @@ struct tdb {
     atomic_int direct_inflight; /* direct writers past the gate, not yet published */
     atomic_bool direct_ok;      /* the last leader found no back-pressure */
     int64_t direct_room;        /* under wal_mu: bytes direct writers may still add */
+    /* Sleeping waits of the direct lane (a publication in order, the gate
+     * draining): waiters count themselves, then sleep on pub_cv under
+     * pub_mu; whoever changes what they wait for broadcasts if any. */
+    pthread_mutex_t pub_mu;
+    pthread_cond_t pub_cv;
+    atomic_int pub_waiters;
 
     lru_cache_t *block_cache;
     table_cache_t *table_cache;

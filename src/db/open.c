@@ -265,6 +265,8 @@ static void db_destroy(tdb_t *db) {
     pthread_mutex_destroy(&db->mu);
     pthread_mutex_destroy(&db->sv_mu);
     pthread_mutex_destroy(&db->wal_mu);
+    pthread_mutex_destroy(&db->pub_mu);
+    pthread_cond_destroy(&db->pub_cv);
     pthread_cond_destroy(&db->bg_cv);
     pthread_cond_destroy(&db->done_cv);
     free(db->path);
@@ -313,6 +315,8 @@ int tdb_open_env(const char *path, const tdb_config_t *cfg, env_t *env, tdb_t **
     pthread_mutex_init(&db->mu, NULL);
     pthread_mutex_init(&db->sv_mu, NULL);
     pthread_mutex_init(&db->wal_mu, NULL);
+    pthread_mutex_init(&db->pub_mu, NULL);
+    pthread_cond_init(&db->pub_cv, NULL);
     pthread_cond_init(&db->bg_cv, NULL);
     pthread_cond_init(&db->done_cv, NULL);
     if (!(db->path = strdup(path))) RAISE(TDB_ERR_NOMEM, "database");

@@ -14,7 +14,6 @@
  *    group. The leader also decides whether direct writes may resume.
  */
 #include <stdlib.h>
-#include <sched.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -276,27 +275,67 @@ static void memtable_state(tdb_t *db, mem_state_t *st) {
  * other: no direct writer runs while the gate is closed.
  * ------------------------------------------------------------------------- */
 
-/* Wait a moment for another thread's short step (spin, then yield). */
-static void pause_briefly(unsigned *spins) {
-    if (++*spins < 128) {
+/* Spins before a direct-lane wait goes to sleep: the step waited for is a
+ * memtable insert of a few microseconds, unless its thread was preempted. */
+#define DIRECT_SPINS 256
+
+static void cpu_pause(void) {
 #if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
+    __builtin_ia32_pause();
 #endif
-    } else {
-        sched_yield();
+}
+
+/* Wait until done(db, arg): spin, then sleep on pub_cv. The side that makes
+ * it true calls direct_wake afterwards. Waiter: count, then check (under
+ * pub_mu); waker: change, then read the count (all seq_cst), so one of the
+ * two sees the other. */
+static void direct_wait(tdb_t *db, bool (*done)(tdb_t *, uint64_t), uint64_t arg) {
+    for (int i = 0; i < DIRECT_SPINS; i++) {
+        if (done(db, arg)) return;
+        cpu_pause();
     }
+    pthread_mutex_lock(&db->pub_mu);
+    atomic_fetch_add(&db->pub_waiters, 1);
+    while (!done(db, arg)) pthread_cond_wait(&db->pub_cv, &db->pub_mu);
+    atomic_fetch_sub(&db->pub_waiters, 1);
+    pthread_mutex_unlock(&db->pub_mu);
+}
+
+static void direct_wake(tdb_t *db) {
+    if (atomic_load(&db->pub_waiters) == 0) return;
+    pthread_mutex_lock(&db->pub_mu);
+    pthread_cond_broadcast(&db->pub_cv);
+    pthread_mutex_unlock(&db->pub_mu);
+}
+
+static bool visible_is(tdb_t *db, uint64_t seq) { return atomic_load(&db->visible_seq) == seq; }
+static bool none_in_flight(tdb_t *db, uint64_t unused) {
+    (void)unused;
+    return atomic_load(&db->direct_inflight) == 0;
 }
 
 /* Close the gate and wait out the direct writers in flight. They take no
- * lock but wal_mu and wait for nothing but each other, so the caller may
- * hold mu. Nests (a count). */
+ * lock but wal_mu and pub_mu and wait for nothing but each other, so the
+ * caller may hold mu. Nests (a count). */
 static void direct_gate_close(tdb_t *db) {
     atomic_fetch_add(&db->direct_gate, 1);
-    unsigned spins = 0;
-    while (atomic_load(&db->direct_inflight) != 0) pause_briefly(&spins);
+    direct_wait(db, none_in_flight, 0);
 }
 
-static void direct_gate_open(tdb_t *db) { atomic_fetch_sub(&db->direct_gate, 1); }
+static void direct_gate_open(tdb_t *db) {
+    if (atomic_fetch_sub(&db->direct_gate, 1) == 1) direct_wake(db); /* writers waiting for it */
+}
+
+/* A direct writer leaves the lane; the last one out wakes a closer waiting
+ * for the gate to drain. */
+static void direct_leave(tdb_t *db) {
+    if (atomic_fetch_sub(&db->direct_inflight, 1) == 1 && atomic_load(&db->direct_gate) > 0) direct_wake(db);
+}
+
+static bool gate_open_or_lane_shut(tdb_t *db, uint64_t unused) {
+    (void)unused;
+    return atomic_load(&db->direct_gate) == 0 || !atomic_load(&db->direct_ok);
+}
 
 /* Below this pressure and memory share, writes need no back-pressure and
  * may take the direct lane. */
@@ -444,6 +483,12 @@ static int make_room(tdb_t *db, writer_t *self, writer_t **last, int *n, tdb_cf_
         if (pm >= 1.0) pressure = 1.0;
         else if (pm >= 0.75 && 0.5 + (pm - 0.75) * 2 > pressure) pressure = 0.5 + (pm - 0.75) * 2;
         wait = pressure >= 1.0;
+        if (wait || (pressure >= 0.5 && !delayed)) {
+            /* Direct writers waiting for the gate must queue (and meet
+             * back-pressure and their stall bounds) instead. */
+            atomic_store(&db->direct_ok, false);
+            direct_wake(db);
+        }
         if (wait && db->bg_nospace) /* waiting would last as long as the disk stays full */
             return tdb_err(TDB_ERR_NO_SPACE, "write refused: flush/compaction cannot write (disk full); "
                                              "writes resume once space is freed");
@@ -602,8 +647,17 @@ static int write_direct(tdb_t *db, tdb_batch_t *b, tdb_cf_t **cfs, int ncfs, boo
     int rc = TDB_OK;
     bool dirty = false, nospace = false;
     *queued = true;
-    atomic_fetch_add(&db->direct_inflight, 1);
-    if (atomic_load(&db->direct_gate) != 0 || !atomic_load(&db->direct_ok)) goto out;
+    for (;;) {
+        atomic_fetch_add(&db->direct_inflight, 1);
+        if (atomic_load(&db->direct_gate) == 0) break;
+        /* A leader is at work. Queueing behind it would make this write a
+         * leader in turn, and the other writers queue behind that one:
+         * while the lane stays allowed, wait for the gate instead. */
+        direct_leave(db);
+        if (!atomic_load(&db->direct_ok)) return TDB_OK;
+        direct_wait(db, gate_open_or_lane_shut, 0);
+    }
+    if (!atomic_load(&db->direct_ok)) goto out;
     /* In flight with the gate open: no memtable switches until we leave. */
     for (int i = 0; i < ncfs; i++) {
         tdb_cf_t *cf = cfs[i];
@@ -637,13 +691,13 @@ static int write_direct(tdb_t *db, tdb_batch_t *b, tdb_cf_t **cfs, int ncfs, boo
      * (in flight too, so they finish without us). After a failed insert the
      * range is published all the same, so later writers are not stuck; the
      * error below is sticky and refuses further writes. */
-    unsigned spins = 0;
-    while (atomic_load(&db->visible_seq) != first - 1) pause_briefly(&spins);
+    direct_wait(db, visible_is, first - 1);
     atomic_store(&db->visible_seq, first + n - 1);
+    direct_wake(db);
     if (rc == TDB_OK) atomic_fetch_add(&db->ctr.user_bytes, batch_user_bytes(b));
     else atomic_store(&db->direct_ok, false);
 out:
-    atomic_fetch_sub(&db->direct_inflight, 1);
+    direct_leave(db);
     if (rc != TDB_OK) { /* out of the gate: mu may be taken now */
         pthread_mutex_lock(&db->mu);
         if (nospace) db->wal_nospace = true;

@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 typedef struct arena_block {
     struct arena_block *next; /* all blocks, for destroy (under mu) */
@@ -22,6 +23,7 @@ typedef struct arena_block {
 } arena_block_t;
 
 _Static_assert(sizeof(arena_block_t) % 8 == 0, "block data must be 8-aligned");
+_Static_assert(sizeof(arena_block_t) + ARENA_HUGE_USABLE == ARENA_HUGE_BLOCK, "a huge block is one aligned huge page");
 
 struct arena {
     _Atomic(arena_block_t *) cur; /* block being carved, NULL before first */
@@ -50,10 +52,23 @@ arena_t *arena_create(size_t block_size) {
     return a;
 }
 
-/* malloc a block of `size` usable bytes and link it (caller holds mu). */
+/* Allocate a block of `size` usable bytes and link it (caller holds mu).
+ * A block of exactly ARENA_HUGE_BLOCK bytes (header included) is aligned to
+ * its size and offered to the kernel for a transparent huge page: a large
+ * memtable's random inserts and seeks then miss the TLB far less. */
 static arena_block_t *arena_new_block(arena_t *a, size_t size) {
     if (size > SIZE_MAX - sizeof(arena_block_t)) return NULL;
-    arena_block_t *b = (arena_block_t *)malloc(sizeof(arena_block_t) + size);
+    arena_block_t *b = NULL;
+    if (sizeof(arena_block_t) + size == ARENA_HUGE_BLOCK) {
+        void *p = NULL;
+        if (posix_memalign(&p, ARENA_HUGE_BLOCK, ARENA_HUGE_BLOCK) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+        (void)madvise(p, ARENA_HUGE_BLOCK, MADV_HUGEPAGE); /* a hint: failure is harmless */
+#endif
+        b = (arena_block_t *)p;
+    } else {
+        b = (arena_block_t *)malloc(sizeof(arena_block_t) + size);
+    }
     if (!b) return NULL;
     b->size = size;
     atomic_init(&b->used, 0);

@@ -25,6 +25,10 @@ extern "C" {
 #endif
 
 #define ARENA_MIN_BLOCK 4096
+/* Blocks of this total size (ARENA_HUGE_USABLE usable bytes) are aligned
+ * to it and advised as transparent huge pages (2 MiB on x86-64). */
+#define ARENA_HUGE_BLOCK ((size_t)2 << 20)
+#define ARENA_HUGE_USABLE (ARENA_HUGE_BLOCK - 24)
 
 typedef struct arena arena_t;
 

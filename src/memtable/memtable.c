@@ -16,7 +16,7 @@
 
 /* Largest arena block; blocks start at ARENA_MIN_BLOCK and double up to
  * this, so the flush trigger overshoots by at most one block. */
-#define MEMTABLE_BLOCK_SIZE (256u * 1024u)
+#define MEMTABLE_BLOCK_SIZE ARENA_HUGE_USABLE /* blocks grow up to one huge page */
 
 /* A node of the range-tombstone list: points at the skip-list entry. */
 typedef struct rd_node {
