@@ -90,7 +90,9 @@ class CompactionDb : public ::testing::Test {
         ASSERT_EQ(TDB_OK, tdb_get_cf(db_, TDB_DEFAULT_CF, &cf_));
     }
     void Close() {
-        if (db_) EXPECT_EQ(TDB_OK, tdb_close(db_));
+        if (db_) {
+            EXPECT_EQ(TDB_OK, tdb_close(db_));
+        }
         db_ = nullptr;
     }
     void TearDown() override { Close(); }
@@ -219,7 +221,7 @@ TEST_F(CompactionDb, FillSeqMovesInsteadOfRewriting) {
     CheckShape(st);
     LogCounts lc = ReadLog(dir_.path());
     double wa = WriteAmp(st);
-    printf("fillseq %llu keys: %s write-amp=%.2f compaction bytes=%llu flush bytes=%llu compactions=%d moves=%d\n",
+    printf("fillseq %llu keys: %s write-amp=%.2f compaction bytes=%llu flush bytes=%llu compactions=%d moves=%d max-running=%d\n",
            (unsigned long long)kKeys, Shape(st).c_str(), wa, (unsigned long long)st.compaction_bytes_written,
            (unsigned long long)st.flush_bytes_written, lc.compactions, lc.moves, lc.max_running);
     // Disjoint, non-overlapping flush outputs go down by metadata only.

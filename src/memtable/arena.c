@@ -22,6 +22,13 @@ typedef struct arena_block {
     _Atomic size_t used;      /* bump offset; may exceed size once full */
 } arena_block_t;
 
+/* Blocks at least this large are mapped from the kernel and unmapped at
+ * destroy, not taken from malloc: a memtable is freed by another thread
+ * than the ones that filled it, and malloc would keep its freed blocks in
+ * the filling threads' heaps (resident, and fragmented) instead of
+ * returning them. */
+#define ARENA_MAP_MIN ((size_t)128 << 10)
+
 _Static_assert(sizeof(arena_block_t) % 8 == 0, "block data must be 8-aligned");
 _Static_assert(sizeof(arena_block_t) + ARENA_HUGE_USABLE == ARENA_HUGE_BLOCK, "a huge block is one aligned huge page");
 
@@ -59,15 +66,24 @@ arena_t *arena_create(size_t block_size) {
 static arena_block_t *arena_new_block(arena_t *a, size_t size) {
     if (size > SIZE_MAX - sizeof(arena_block_t)) return NULL;
     arena_block_t *b = NULL;
-    if (sizeof(arena_block_t) + size == ARENA_HUGE_BLOCK) {
-        void *p = NULL;
-        if (posix_memalign(&p, ARENA_HUGE_BLOCK, ARENA_HUGE_BLOCK) != 0) return NULL;
+    size_t total = sizeof(arena_block_t) + size;
+    if (total == ARENA_HUGE_BLOCK) {
+        /* Map twice the size and keep the aligned half. */
+        char *p = (char *)mmap(NULL, 2 * ARENA_HUGE_BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return NULL;
+        char *a = (char *)(((uintptr_t)p + ARENA_HUGE_BLOCK - 1) & ~(uintptr_t)(ARENA_HUGE_BLOCK - 1));
+        if (a > p) munmap(p, (size_t)(a - p));
+        if (a + ARENA_HUGE_BLOCK < p + 2 * ARENA_HUGE_BLOCK)
+            munmap(a + ARENA_HUGE_BLOCK, (size_t)(p + 2 * ARENA_HUGE_BLOCK - (a + ARENA_HUGE_BLOCK)));
 #ifdef MADV_HUGEPAGE
-        (void)madvise(p, ARENA_HUGE_BLOCK, MADV_HUGEPAGE); /* a hint: failure is harmless */
+        (void)madvise(a, ARENA_HUGE_BLOCK, MADV_HUGEPAGE); /* a hint: failure is harmless */
 #endif
-        b = (arena_block_t *)p;
+        b = (arena_block_t *)a;
+    } else if (total >= ARENA_MAP_MIN) {
+        void *p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        b = p == MAP_FAILED ? NULL : (arena_block_t *)p;
     } else {
-        b = (arena_block_t *)malloc(sizeof(arena_block_t) + size);
+        b = (arena_block_t *)malloc(total);
     }
     if (!b) return NULL;
     b->size = size;
@@ -131,7 +147,9 @@ void arena_destroy(arena_t *a) {
     arena_block_t *b = a->blocks;
     while (b) {
         arena_block_t *next = b->next;
-        free(b);
+        size_t total = sizeof(arena_block_t) + b->size;
+        if (total >= ARENA_MAP_MIN) munmap(b, total);
+        else free(b);
         b = next;
     }
     pthread_mutex_destroy(&a->mu);
