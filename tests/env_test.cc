@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -103,6 +104,64 @@ TEST(Env, OpenWritableTruncates) {
     ASSERT_EQ(env_append(w, "new", 3), TDB_OK);
     ASSERT_EQ(env_close(w), TDB_OK);
     EXPECT_EQ(Slurp(path), "new");
+}
+
+// A log file (open_log): appends land in mapped windows whose space is
+// reserved ahead, across window boundaries and in one large append; while
+// open the file may be longer than what was appended (zeros), a child
+// killed before closing leaves exactly the appended bytes followed by
+// zeros, and close cuts the file to the bytes appended.
+TEST(Env, LogFileAppendsThroughWindowsAndClosesToSize) {
+    TempDir d;
+    env_t *e = env_posix();
+    std::string path = d.file("000001.log");
+    Spit(path, "old contents that must go");
+    env_file_t *w = nullptr;
+    ASSERT_EQ(env_open_log(e, path.c_str(), &w), TDB_OK);
+    std::string want;
+    std::mt19937 rng(5);
+    while (want.size() < (3u << 20)) {  // small appends across three windows
+        std::string piece = tdbtest::Value(want.size(), 1 + rng() % 700);
+        ASSERT_EQ(env_append(w, piece.data(), piece.size()), TDB_OK);
+        want += piece;
+    }
+    std::string big = tdbtest::Value(99, (5u << 20) + 123);  // one append spanning windows
+    ASSERT_EQ(env_append(w, big.data(), big.size()), TDB_OK);
+    want += big;
+    uint64_t sz = 0;
+    ASSERT_EQ(env_fsize(w, &sz), TDB_OK);
+    EXPECT_EQ(sz, want.size());
+    ASSERT_EQ(env_sync(w), TDB_OK);
+    std::string open_image = Slurp(path);  // a crash image: reserved space reads as zeros
+    ASSERT_GE(open_image.size(), want.size());
+    EXPECT_EQ(open_image.substr(0, want.size()), want);
+    EXPECT_EQ(open_image.find_first_not_of('\0', want.size()), std::string::npos);
+    ASSERT_EQ(env_close(w), TDB_OK);
+    EXPECT_EQ(Slurp(path), want);
+
+    // Killed without closing: what was appended is there (the page cache
+    // outlives the process), then only zeros.
+    std::string path2 = d.file("000002.log");
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        env_file_t *c = nullptr;
+        if (env_open_log(e, path2.c_str(), &c) != TDB_OK) _exit(1);
+        for (int i = 0; i < 5000; i++) {
+            std::string piece = tdbtest::Value(i, 100);
+            if (env_append(c, piece.data(), piece.size()) != TDB_OK) _exit(2);
+        }
+        kill(getpid(), SIGKILL);
+        _exit(3);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status));
+    std::string crashed = Slurp(path2), expect;
+    for (int i = 0; i < 5000; i++) expect += tdbtest::Value(i, 100);
+    ASSERT_GE(crashed.size(), expect.size());
+    EXPECT_EQ(crashed.substr(0, expect.size()), expect);
+    EXPECT_EQ(crashed.find_first_not_of('\0', expect.size()), std::string::npos);
 }
 
 TEST(Env, ConcurrentReadersOnOneHandle) {

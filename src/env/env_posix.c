@@ -119,35 +119,24 @@ static int open_retry(const char *path, int flags, mode_t mode) {
     return fd;
 }
 
-/* Create (truncating) a file for appending. */
-static int px_open_writable(env_t *e, const char *path, env_file_t **out) {
+/* Create (truncating) a file for appending; `mapped`: a log file appended
+ * through a mapping (a shared writable mapping needs O_RDWR). */
+static int create_for_append(env_t *e, const char *path, int mapped, env_file_t **out) {
     *out = NULL;
-    int fd = open_retry(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = open_retry(path, (mapped ? O_RDWR : O_WRONLY) | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return os_err(errno, "create", path);
     posix_file_t *f = file_new(e, path, fd, 1);
     if (!f) {
         close(fd);
         return tdb_err(TDB_ERR_NOMEM, "create %s: out of memory", path);
     }
+    f->mapped = mapped;
     *out = &f->base;
     return TDB_OK;
 }
 
-/* Create (truncating) a log file, appended through a mapping. */
-static int px_open_log(env_t *e, const char *path, env_file_t **out) {
-    *out = NULL;
-    /* A shared writable mapping needs the file open for reading too. */
-    int fd = open_retry(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return os_err(errno, "create", path);
-    posix_file_t *f = file_new(e, path, fd, 1);
-    if (!f) {
-        close(fd);
-        return tdb_err(TDB_ERR_NOMEM, "create %s: out of memory", path);
-    }
-    f->mapped = 1;
-    *out = &f->base;
-    return TDB_OK;
-}
+static int px_open_writable(env_t *e, const char *path, env_file_t **out) { return create_for_append(e, path, 0, out); }
+static int px_open_log(env_t *e, const char *path, env_file_t **out) { return create_for_append(e, path, 1, out); }
 
 /* Drop the current window of a log file. */
 static void unmap_window(posix_file_t *f) {

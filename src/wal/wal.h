@@ -101,7 +101,7 @@ typedef struct wal_writer wal_writer_t;
 
 /* Create a new log file (truncating). */
 int wal_writer_open(env_t *env, const char *path, wal_writer_t **out);
-/* Append n records (payloads) as ONE append call (one write syscall): a
+/* Append n records (payloads) as ONE append call (env.h): a
  * group commit. n == 0 is a no-op. A payload over WAL_MAX_PAYLOAD is
  * TDB_ERR_TOO_LARGE (nothing written, writer still usable). */
 int wal_writer_add(wal_writer_t *w, const slice_t *payloads, int n);
