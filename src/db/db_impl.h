@@ -133,7 +133,8 @@ typedef struct writer {
     tdb_batch_t *batch;
     writer_validate_fn validate;
     void *vctx;
-    bool sync;
+    bool sync;     /* a family it writes is TDB_SYNC_FULL */
+    bool interval; /* a family it writes is TDB_SYNC_INTERVAL */
     bool done;
     int rc;
     /* Back-pressure bound: now_micros after which the leader takes the

@@ -231,6 +231,18 @@ static uint64_t now_us(tdb_t *db) { return db->env->now_micros(db->env); }
 /* Wait on done_cv for up to `us` microseconds (mu held). */
 static void wait_done(tdb_t *db, uint64_t us) { db_cond_wait_us(&db->done_cv, &db->mu, us); }
 
+/* Where graduated back-pressure starts (make_room): a family's pressure
+ * (below), and the memtables' share of their memory budget. Below both,
+ * writes need no back-pressure and may take the direct lane. */
+#define SLOWDOWN_PRESSURE 0.5
+#define SLOWDOWN_MEMORY_SHARE 0.75
+
+/* The active-memtable size at which cf switches (the shared size in
+ * unified mode). */
+static size_t cf_write_buffer_limit(const tdb_t *db, const tdb_cf_t *cf) {
+    return db->cfg.unified_memtable ? db->cfg.unified_memtable_write_buffer_size : cf->cfg.write_buffer_size;
+}
+
 /* Pressure of one family's backlog: 0 = none, 1 = must stop. Below 1 the
  * writer is slowed in proportion (graduated back-pressure). */
 static double cf_pressure(const tdb_cf_t *cf) {
@@ -337,27 +349,22 @@ static bool gate_open_or_lane_shut(tdb_t *db, uint64_t unused) {
     return atomic_load(&db->direct_gate) == 0 || !atomic_load(&db->direct_ok);
 }
 
-/* Below this pressure and memory share, writes need no back-pressure and
- * may take the direct lane. */
-#define DIRECT_MAX_PRESSURE 0.5
-#define DIRECT_MAX_MEMORY_SHARE 0.75
 /* Memtable bytes charged per entry beyond its batch bytes (node links,
  * lengths, key trailer), for direct_room. */
 #define DIRECT_ENTRY_OVERHEAD 64
 
-/* After a leader made room (mu held, gate closed): may direct writes go
- * ahead, and how many memtable bytes may they add before a leader must
- * look again (unified write buffer, memory budget)? A family's own write
- * buffer is checked by each direct writer. */
-static void direct_refresh(tdb_t *db) {
-    mem_state_t st;
-    memtable_state(db, &st);
+/* After a leader made room (mu held, gate closed; st: the memtables as
+ * make_room left them): may direct writes go ahead, and how many memtable
+ * bytes may they add before a leader must look again (unified write
+ * buffer, memory budget)? A family's own write buffer is checked by each
+ * direct writer. */
+static void direct_refresh(tdb_t *db, const mem_state_t *st) {
     double room = (double)INT64_MAX;
-    if (db->cfg.unified_memtable) room = (double)db->cfg.unified_memtable_write_buffer_size - (double)st.active;
-    double budget_room = DIRECT_MAX_MEMORY_SHARE * (double)db->memtable_budget - (double)st.total;
+    if (db->cfg.unified_memtable) room = (double)db->cfg.unified_memtable_write_buffer_size - (double)st->active;
+    double budget_room = SLOWDOWN_MEMORY_SHARE * (double)db->memtable_budget - (double)st->total;
     if (budget_room < room) room = budget_room;
     bool ok = db->bg_error == TDB_OK && !db->wal_nospace && !db->bg_nospace &&
-              st.max_pressure < DIRECT_MAX_PRESSURE && room > 0;
+              st->max_pressure < SLOWDOWN_PRESSURE && room > 0;
     pthread_mutex_lock(&db->wal_mu);
     db->direct_room = ok ? (int64_t)room : 0;
     pthread_mutex_unlock(&db->wal_mu);
@@ -443,7 +450,8 @@ static uint64_t expire_stalled(tdb_t *db, writer_t *self, writer_t **last, int *
  *    queue alone with TDB_ERR_BUSY (expire_stalled); if that is the leader
  *    itself, make_room returns TDB_ERR_BUSY with self->stall_expired set
  *    and the rest of the group stays queued for the next leader. */
-static int make_room(tdb_t *db, writer_t *self, writer_t **last, int *n, tdb_cf_t **cfs, int ncfs) {
+static int make_room(tdb_t *db, writer_t *self, writer_t **last, int *n, tdb_cf_t **cfs, int ncfs,
+                     mem_state_t *st) {
     uint64_t stall_start = 0, last_progress = 0;
     uint64_t progress_mark = atomic_load(&db->ctr.flushes) + atomic_load(&db->ctr.compactions);
     bool delayed = false;
@@ -461,7 +469,7 @@ static int make_room(tdb_t *db, writer_t *self, writer_t **last, int *n, tdb_cf_
         for (int i = 0; i < ncfs; i++) {
             tdb_cf_t *cf = cfs[i];
             if (atomic_load(&cf->dropped)) continue;
-            size_t limit = db->cfg.unified_memtable ? db->cfg.unified_memtable_write_buffer_size : cf->cfg.write_buffer_size;
+            size_t limit = cf_write_buffer_limit(db, cf);
             if (memtable_memory_usage(cf->mem.mem) >= limit && cf->nimm < cf->cfg.l0_queue_stall_threshold) {
                 int rc = switch_cf(db, cf, &rotated);
                 if (rc != TDB_OK) return rc;
@@ -473,17 +481,18 @@ static int make_room(tdb_t *db, writer_t *self, writer_t **last, int *n, tdb_cf_
         /* Global memory budget: past 90% flush the largest memtable early;
          * past 75% slow writers down; at 100% stop them until flushes free
          * memory. */
-        mem_state_t st;
-        memtable_state(db, &st);
-        double pm = (double)st.total / (double)db->memtable_budget;
-        if (pm >= 0.9 && st.largest && memtable_memory_usage(st.largest->mem.mem) >= (64u << 10)) {
-            int rc = switch_cf(db, st.largest, &rotated);
+        memtable_state(db, st);
+        double pm = (double)st->total / (double)db->memtable_budget;
+        bool early = pm >= 0.9 && st->largest && memtable_memory_usage(st->largest->mem.mem) >= (64u << 10);
+        if (early) {
+            int rc = switch_cf(db, st->largest, &rotated);
             if (rc != TDB_OK) return rc;
         }
+        double pmem = SLOWDOWN_PRESSURE + (pm - SLOWDOWN_MEMORY_SHARE) * 2;
         if (pm >= 1.0) pressure = 1.0;
-        else if (pm >= 0.75 && 0.5 + (pm - 0.75) * 2 > pressure) pressure = 0.5 + (pm - 0.75) * 2;
+        else if (pm >= SLOWDOWN_MEMORY_SHARE && pmem > pressure) pressure = pmem;
         wait = pressure >= 1.0;
-        if (wait || (pressure >= 0.5 && !delayed)) {
+        if (wait || (pressure >= SLOWDOWN_PRESSURE && !delayed)) {
             /* Direct writers waiting for the gate must queue (and meet
              * back-pressure and their stall bounds) instead. */
             atomic_store(&db->direct_ok, false);
@@ -493,9 +502,9 @@ static int make_room(tdb_t *db, writer_t *self, writer_t **last, int *n, tdb_cf_
             return tdb_err(TDB_ERR_NO_SPACE, "write refused: flush/compaction cannot write (disk full); "
                                              "writes resume once space is freed");
         if (!wait) {
-            if (pressure >= 0.5 && !delayed) {
+            if (pressure >= SLOWDOWN_PRESSURE && !delayed) {
                 /* One graduated delay per group: 0..2 ms as p goes 0.5 -> 1. */
-                uint64_t us = (uint64_t)((pressure - 0.5) * 4000.0);
+                uint64_t us = (uint64_t)((pressure - SLOWDOWN_PRESSURE) * 4000.0);
                 if (us > 0) {
                     uint64_t t0 = now_us(db);
                     wait_done(db, us);
@@ -506,6 +515,7 @@ static int make_room(tdb_t *db, writer_t *self, writer_t **last, int *n, tdb_cf_
                 delayed = true;
                 continue; /* state may have changed while waiting */
             }
+            if (early) memtable_state(db, st); /* *st as make_room leaves it */
             break;
         }
         uint64_t t = now_us(db);
@@ -643,9 +653,9 @@ static int wal_append_locked(tdb_t *db, const slice_t *payloads, int n, bool syn
  * TDB_OK without doing anything when the batch must take the writer queue
  * instead: gate closed, back-pressure or memory to check, a family full
  * or dropped. Otherwise the write is done (or failed) here. */
-static int write_direct(tdb_t *db, tdb_batch_t *b, tdb_cf_t **cfs, int ncfs, bool *queued) {
+static int write_direct(tdb_t *db, tdb_batch_t *b, tdb_cf_t **cfs, int ncfs, bool interval, bool *queued) {
     int rc = TDB_OK;
-    bool dirty = false, nospace = false;
+    bool nospace = false;
     *queued = true;
     for (;;) {
         atomic_fetch_add(&db->direct_inflight, 1);
@@ -661,9 +671,7 @@ static int write_direct(tdb_t *db, tdb_batch_t *b, tdb_cf_t **cfs, int ncfs, boo
     /* In flight with the gate open: no memtable switches until we leave. */
     for (int i = 0; i < ncfs; i++) {
         tdb_cf_t *cf = cfs[i];
-        size_t limit = db->cfg.unified_memtable ? db->cfg.unified_memtable_write_buffer_size : cf->cfg.write_buffer_size;
-        if (atomic_load(&cf->dropped) || memtable_memory_usage(cf->mem.mem) >= limit) goto out;
-        dirty |= db_cf_sync_mode(db, cf) == TDB_SYNC_INTERVAL;
+        if (atomic_load(&cf->dropped) || memtable_memory_usage(cf->mem.mem) >= cf_write_buffer_limit(db, cf)) goto out;
     }
     slice_t rep = batch_rep(b);
     uint64_t n = tdb_batch_count(b);
@@ -676,7 +684,7 @@ static int write_direct(tdb_t *db, tdb_batch_t *b, tdb_cf_t **cfs, int ncfs, boo
     *queued = false;
     uint64_t first = atomic_load(&db->last_seq) + 1;
     batch_set_seq(b, first);
-    rc = wal_append_locked(db, &rep, 1, false, dirty, &nospace);
+    rc = wal_append_locked(db, &rep, 1, false, interval, &nospace);
     if (rc == TDB_OK) {
         atomic_store(&db->last_seq, first + n - 1);
         db->direct_room -= charge;
@@ -769,8 +777,9 @@ static void commit_group(tdb_t *db, writer_t *self) {
     }
     direct_gate_close(db); /* from here on the only writer (invariant 2a) */
     if (rc == TDB_OK && db->wal_nospace) rc = resume_wal_after_nospace(db);
-    if (rc == TDB_OK) rc = make_room(db, self, &last, &n, cfs, ncfs);
-    if (rc == TDB_OK) direct_refresh(db);
+    mem_state_t st;
+    if (rc == TDB_OK) rc = make_room(db, self, &last, &n, cfs, ncfs, &st);
+    if (rc == TDB_OK) direct_refresh(db, &st);
     else atomic_store(&db->direct_ok, false);
     if (self->stall_expired) { /* the leader alone gives up; the next writer leads the rest */
         direct_gate_open(db);
@@ -807,14 +816,12 @@ static void commit_group(tdb_t *db, writer_t *self) {
                 int r = batch_iterate(batch_rep(w->batch), gk_visit, &gk);
                 if (r != TDB_OK) rc = r;
             }
-            tdb_cf_t **bc;
-            int nb = batch_cfs(w->batch, &bc);
             batch_set_seq(w->batch, seq);
             seq += tdb_batch_count(w->batch);
             payloads[np++] = batch_rep(w->batch);
             user_bytes += batch_user_bytes(w->batch);
             sync |= w->sync;
-            for (int i = 0; i < nb; i++) dirty |= db_cf_sync_mode(db, bc[i]) == TDB_SYNC_INTERVAL;
+            dirty |= w->interval;
         }
         if (w == last) break;
     }
@@ -906,11 +913,13 @@ int db_write_bounded(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx
     for (int i = 0; i < ncfs; i++) {
         int rc = db_check_cf(db, cfs[i]);
         if (rc != TDB_OK) return rc;
-        w.sync |= db_cf_sync_mode(db, cfs[i]) == TDB_SYNC_FULL;
+        int mode = db_cf_sync_mode(db, cfs[i]);
+        w.sync |= mode == TDB_SYNC_FULL;
+        w.interval |= mode == TDB_SYNC_INTERVAL;
     }
     if (!fn && !w.sync) {
         bool queued;
-        int rc = write_direct(db, b, cfs, ncfs, &queued);
+        int rc = write_direct(db, b, cfs, ncfs, w.interval, &queued);
         if (!queued) return rc;
     }
     if (stall_timeout_ms == 0) stall_timeout_ms = db->cfg.write_stall_timeout_ms;

@@ -21,8 +21,9 @@ struct wal_writer {
     uint64_t size;   /* bytes of complete records in the file */
     buf_t group;     /* encoding scratch for one group, reused */
     int failed;      /* sticky I/O error code, 0 while healthy */
-    int torn;        /* an append hit TDB_ERR_NO_SPACE: bytes past size may be a partial record */
-    int sealed;      /* torn tail cut off: complete, but no more appends */
+    int cut_pending; /* bytes past size (a partial record after TDB_ERR_NO_SPACE, or
+                      * preallocated space) go at the next sync */
+    int sealed;      /* cut back to its records: complete, no more appends */
     int dir_synced;  /* parent directory synced once */
 };
 
@@ -55,7 +56,7 @@ int wal_writer_add(wal_writer_t *w, const slice_t *payloads, int n) {
     int rc = TDB_OK;
     if (!w || n < 0 || (n > 0 && !payloads)) return tdb_err(TDB_ERR_INVALID_ARG, "wal_writer_add: bad arguments");
     if (w->failed) return writer_failed(w);
-    if (w->torn || w->sealed)
+    if (w->cut_pending || w->sealed)
         return tdb_err(TDB_ERR_NO_SPACE, "wal %s: an earlier append ran out of space; start a new log", w->path);
     if (n == 0) return TDB_OK;
 
@@ -88,7 +89,7 @@ int wal_writer_add(wal_writer_t *w, const slice_t *payloads, int n) {
     if (rc != TDB_OK) {
         /* Part of the group may be in the file: a torn tail. Out of space
          * is not an I/O failure: sync cuts the tail off (wal.h). */
-        if (rc == TDB_ERR_NO_SPACE) w->torn = 1;
+        if (rc == TDB_ERR_NO_SPACE) w->cut_pending = 1;
         else w->failed = rc;
         goto err;
     }
@@ -118,13 +119,13 @@ int wal_writer_sync(wal_writer_t *w) {
     char *dir = NULL;
     if (!w) return tdb_err(TDB_ERR_INVALID_ARG, "wal_writer_sync: NULL writer");
     if (w->failed) return writer_failed(w);
-    if (w->torn) { /* cut a partial record left by an out-of-space append */
+    if (w->cut_pending) { /* cut what follows the complete records */
         rc = w->env->truncate(w->env, w->path, w->size);
         if (rc != TDB_OK) {
             w->failed = rc;
             return rc;
         }
-        w->torn = 0;
+        w->cut_pending = 0;
         w->sealed = 1;
     }
     rc = env_sync(w->file);
@@ -149,14 +150,7 @@ int wal_writer_sync(wal_writer_t *w) {
 /* Cut to the complete records, then sync; no appends after. */
 int wal_writer_seal(wal_writer_t *w) {
     if (!w) return tdb_err(TDB_ERR_INVALID_ARG, "wal_writer_seal: NULL writer");
-    if (w->failed) return writer_failed(w);
-    int rc = w->env->truncate(w->env, w->path, w->size);
-    if (rc != TDB_OK) {
-        w->failed = rc;
-        return rc;
-    }
-    w->torn = 0;
-    w->sealed = 1;
+    w->cut_pending = 1; /* the sync cuts and seals */
     return wal_writer_sync(w);
 }
 
