@@ -37,6 +37,8 @@
 extern "C" {
 #include "db/db.h"
 #include "env/env_fault.h"
+#include "version/manifest.h"
+#include "version/table_cache.h"
 }
 
 using tdbtest::TempDir;
@@ -761,6 +763,40 @@ TEST_F(FaultDbTest, FailedManifestSyncMakesTheDatabaseStickyReadOnly) {
     fault_env_revive(fe_.fe);
     ReopenClean();
     ExpectReadable(100);
+}
+
+// A compaction installs its result in memory, then its manifest write
+// fails: the durable MANIFEST still lists the inputs, so they must stay on
+// disk (a clean close then a reopen finds every table the MANIFEST names).
+TEST_F(FaultDbTest, FailedManifestWriteOfACompactionKeepsItsInputs) {
+    Open();
+    ASSERT_EQ(tdb_pause_background(db_), TDB_OK);
+    for (uint64_t t = 0; t < 4; t++) {
+        for (uint64_t i = t; i < 200; i += 4) ASSERT_EQ(Put(i), TDB_OK);  // overlapping tables: a real merge
+        ASSERT_EQ(tdb_flush(db_, cf_), TDB_OK);
+    }
+    fe_.Rule(FAULT_SYNC, TDB_ERR_IO, "MANIFEST", 1);
+    EXPECT_NE(tdb_compact(db_, cf_), TDB_OK);
+    ExpectReadOnly(1000);
+    ExpectReadable(200);
+    EXPECT_NE(tdb_close(db_), TDB_OK);
+    db_ = nullptr;
+    // Every table the MANIFEST on disk lists is still there.
+    manifest_t m;
+    ASSERT_EQ(manifest_read(env_posix(), dir_.path().c_str(), &m, nullptr, nullptr), TDB_OK) << tdb_last_error();
+    int listed = 0;
+    for (int c = 0; c < m.ncf; c++)
+        for (int l = 1; l < TDB_MAX_LEVELS; l++)
+            for (int i = 0; i < version_num_files(m.cfs[c].version, l); i++) {
+                char path[4096];
+                sst_file_name(path, sizeof path, dir_.path().c_str(), version_file(m.cfs[c].version, l, i)->number);
+                EXPECT_TRUE(fs::exists(path)) << path;
+                listed++;
+            }
+    manifest_free(&m);
+    EXPECT_GE(listed, 2);
+    ReopenClean();
+    ExpectReadable(200);
 }
 
 TEST_F(FaultDbTest, FailedManifestRenameOnCreateFamilyMakesTheDatabaseStickyReadOnly) {

@@ -140,6 +140,10 @@ int db_write_manifest_locked(tdb_t *db) {
     manifest_free(&m);
     if (rc != TDB_OK) {
         db_log(db, TDB_LOG_ERROR, "manifest write failed: %s", tdb_last_error());
+        /* The durable MANIFEST may still list tables the in-memory versions
+         * dropped (a compaction's inputs): delete no table until reopen,
+         * which removes whatever the MANIFEST it reads does not list. */
+        atomic_store(&db->keep_files, true);
         db_set_bg_error_locked(db, rc);
     }
     return rc;

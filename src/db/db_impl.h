@@ -31,7 +31,10 @@
  *     time, so log_number only moves forward and level-1 stays newest-first.
  *  6. Installing a new version (flush, compaction, family create/drop) holds
  *     manifest_mu from building the new state until it is installed, so
- *     manifest writes and installs happen in the same order.
+ *     manifest writes and installs happen in the same order. A table is
+ *     deleted only once a MANIFEST without it is durable (the old
+ *     superversion, which holds it, goes after the manifest write); after a
+ *     failed manifest write no table is deleted until reopen (keep_files).
  *  7. Errors: a failed fsync (WAL or manifest), a failed manifest write and
  *     any other write I/O error set the sticky bg_error (writes refused with
  *     TDB_ERR_READ_ONLY until reopen). Out of space (TDB_ERR_NO_SPACE) on a
@@ -191,7 +194,7 @@ struct tdb {
     uint64_t nospace_backoff;  /* current wait, microseconds (0: none) */
     uint64_t *snapshots;    /* live snapshot sequences, ascending (multiset) */
     int nsnap, cap_snap;
-    atomic_bool keep_files; /* open/close: obsolete files are not deleted */
+    atomic_bool keep_files; /* open/close, or after a failed manifest write: obsolete tables are not deleted */
 
     /* WAL: written only by the write leader, under wal_mu (against the
      * interval-sync thread, tdb_sync and rotation). */
