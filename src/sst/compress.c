@@ -134,6 +134,20 @@ err:
 }
 
 /* Decode `in` (varint length || codec bytes) with codec `type`, appending the bytes to out. */
+int tdb_decompressed_length(int type, slice_t in, size_t *out) {
+    *out = 0;
+    if (!tdb_compression_valid(type)) return tdb_err(TDB_ERR_CORRUPTION, "decompress: unknown codec %d", type);
+    if (type == TDB_COMPRESS_NONE) {
+        *out = in.size;
+        return TDB_OK;
+    }
+    uint32_t declared;
+    if (!in.size || !dec_varint32(in.data, in.data + in.size, &declared))
+        return tdb_err(TDB_ERR_CORRUPTION, "decompress: bad length header");
+    *out = declared;
+    return TDB_OK;
+}
+
 int tdb_decompress(int type, slice_t in, size_t max_out, buf_t *out) {
     int rc = TDB_OK;
     size_t old = out->size;

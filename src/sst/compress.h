@@ -39,6 +39,10 @@ extern "C" {
 int tdb_compress(int type, slice_t in, buf_t *out);
 /* Appends; corrupt/short input -> TDB_ERR_CORRUPTION; unknown type -> CORRUPTION. */
 int tdb_decompress(int type, slice_t in, size_t max_out, buf_t *out);
+/* Bytes tdb_decompress would append for `in` (NONE: in.size), read from
+ * the length header; TDB_ERR_CORRUPTION if the header is bad or the type
+ * unknown. Lets a caller allocate the output exactly once. */
+int tdb_decompressed_length(int type, slice_t in, size_t *out);
 /* 1 if a known codec. */
 int tdb_compression_valid(int type);
 

@@ -23,6 +23,7 @@
  *    max_seq]) and fragmented into `rdf` (all sequences kept), so lookups
  *    at any snapshot are one binary search. data_end excludes the block.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,20 +113,31 @@ static int wrap_err(const sst_reader_t *r, int rc, const char *what, uint64_t of
 /* Approximate malloc bookkeeping per allocation, charged to the cache. */
 #define SST_ALLOC_OVERHEAD 16
 
+/* Check that a record of `size` payload bytes plus trailer at off lies in
+ * [0, end) before anything is allocated for it. */
+static int record_in_bounds(const sst_reader_t *r, uint64_t off, uint64_t size, uint64_t end, const char *what) {
+    if (size > end || end - size < SST_TRAILER_SIZE || off > end - size - SST_TRAILER_SIZE)
+        return tdb_err(TDB_ERR_CORRUPTION, "%s: %s at offset %llu size %llu: outside the file (%llu bytes)", r->path,
+                       what, (unsigned long long)off, (unsigned long long)size, (unsigned long long)r->file_size);
+    return TDB_OK;
+}
+
+/* Read size + trailer bytes at off into dst and verify the trailer. */
+static int read_checked(sst_reader_t *r, uint64_t off, uint64_t size, const char *what, char *dst, unsigned *type) {
+    int rc = env_read_exact(r->file, off, dst, (size_t)size + SST_TRAILER_SIZE, r->path);
+    return rc == TDB_OK ? sst_check_record(dst, size, type, r->path, what, off) : rc;
+}
+
 /* Read and verify a raw record of `size` payload bytes at off within
- * [0, end); *buf receives `room` unused bytes then size + trailer bytes
- * (one malloc'd block). */
-static int read_raw(sst_reader_t *r, uint64_t off, uint64_t size, uint64_t end, size_t room, const char *what,
-                    char **buf, unsigned *type) {
+ * [0, end) into a malloc'd buffer (metadata at open). */
+static int read_raw(sst_reader_t *r, uint64_t off, uint64_t size, uint64_t end, const char *what, char **buf,
+                    unsigned *type) {
     int rc = TDB_OK;
     char *p = NULL;
-    if (size > end || end - size < SST_TRAILER_SIZE || off > end - size - SST_TRAILER_SIZE)
-        RAISE(TDB_ERR_CORRUPTION, "%s: %s at offset %llu size %llu: outside the file (%llu bytes)", r->path, what,
-              (unsigned long long)off, (unsigned long long)size, (unsigned long long)r->file_size);
-    p = (char *)malloc(room + (size_t)size + SST_TRAILER_SIZE);
+    TRY(record_in_bounds(r, off, size, end, what));
+    p = (char *)malloc((size_t)size + SST_TRAILER_SIZE);
     if (!p) RAISE(TDB_ERR_NOMEM, "%s: %s of %llu bytes", r->path, what, (unsigned long long)size);
-    TRY(env_read_exact(r->file, off, p + room, (size_t)size + SST_TRAILER_SIZE, r->path));
-    TRY(sst_check_record(p + room, size, type, r->path, what, off));
+    TRY(read_checked(r, off, size, what, p, type));
     *buf = p;
     return TDB_OK;
 err:
@@ -133,46 +145,96 @@ err:
     return rc;
 }
 
-/* Read, verify and decode the record at (off, size): decoded size <= max_raw. */
+/* Per-thread buffer that stored records are read into before they are
+ * decoded into their own allocation: a block miss then costs one malloc
+ * (the block) instead of a read buffer, a growing decode buffer and a
+ * shrinking realloc, which contend on malloc's arena locks when several
+ * threads read. Buffers above SCRATCH_KEEP are not kept. */
+#define SCRATCH_KEEP (256u << 10)
+
+typedef struct scratch {
+    char *p;
+    size_t cap;
+} scratch_t;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static int scratch_ok;
+
+static void scratch_free(void *v) {
+    scratch_t *s = (scratch_t *)v;
+    free(s->p);
+    free(s);
+}
+
+static void scratch_init(void) { scratch_ok = pthread_key_create(&scratch_key, scratch_free) == 0; }
+
+/* n bytes to read into: this thread's buffer, or a malloc the caller must
+ * free (*owned) when n is large or no buffer can be kept. NULL: no memory. */
+static char *scratch_get(size_t n, char **owned) {
+    *owned = NULL;
+    pthread_once(&scratch_once, scratch_init);
+    scratch_t *s = scratch_ok && n <= SCRATCH_KEEP ? (scratch_t *)pthread_getspecific(scratch_key) : NULL;
+    if (scratch_ok && n <= SCRATCH_KEEP && !s) {
+        s = (scratch_t *)calloc(1, sizeof *s);
+        if (s && pthread_setspecific(scratch_key, s) != 0) {
+            free(s);
+            s = NULL;
+        }
+    }
+    if (!s) return *owned = (char *)malloc(n ? n : 1);
+    if (s->cap < n) {
+        size_t cap = s->cap ? s->cap : 16384;
+        while (cap < n) cap *= 2;
+        char *p = (char *)realloc(s->p, cap);
+        if (!p) return NULL;
+        s->p = p;
+        s->cap = cap;
+    }
+    return s->p;
+}
+
+/* Read, verify and decode the record at (off, size): decoded size <= max_raw.
+ * The block (header and payload) is allocated once, at its exact size. */
 static int read_record(sst_reader_t *r, uint64_t off, uint64_t size, uint64_t max_raw, const char *what,
                        sst_block_t **out) {
     int rc = TDB_OK;
-    char *raw = NULL;
+    char *owned = NULL, *raw;
     unsigned type;
-    buf_t dec = {0};
+    size_t n = 0;
     const size_t hdr = sizeof(sst_block_t);
     sst_block_t *b = NULL;
-    TRY(read_raw(r, off, size, r->data_end, hdr, what, &raw, &type));
+    TRY(record_in_bounds(r, off, size, r->data_end, what));
+    raw = scratch_get((size_t)size + SST_TRAILER_SIZE, &owned);
+    if (!raw) RAISE(TDB_ERR_NOMEM, "%s: %s of %llu bytes", r->path, what, (unsigned long long)size);
+    TRY(read_checked(r, off, size, what, raw, &type));
     atomic_fetch_add_explicit(&r->disk_reads, 1, memory_order_relaxed);
+    slice_t in = slice_make(raw, (size_t)size);
+    if ((rc = tdb_decompressed_length((int)type, in, &n)) != TDB_OK) {
+        rc = wrap_err(r, rc, what, off);
+        goto err;
+    }
+    if (n > max_raw)
+        RAISE(TDB_ERR_CORRUPTION, "%s: %s at offset %llu: size %llu above maximum %llu", r->path, what,
+              (unsigned long long)off, (unsigned long long)n, (unsigned long long)max_raw);
+    b = (sst_block_t *)malloc(hdr + n + 1); /* +1: room tdb_decompress reserves */
+    if (!b) RAISE(TDB_ERR_NOMEM, "%s: %s of %zu bytes", r->path, what, n);
     if (type == TDB_COMPRESS_NONE) {
-        if (size > max_raw)
-            RAISE(TDB_ERR_CORRUPTION, "%s: %s at offset %llu: size %llu above maximum %llu", r->path, what,
-                  (unsigned long long)off, (unsigned long long)size, (unsigned long long)max_raw);
-        b = (sst_block_t *)(void *)raw;
-        b->size = (size_t)size;
-        raw = NULL;
+        memcpy(b + 1, raw, n);
     } else {
-        /* Decode after room for the header, so header and payload share
-         * one allocation. */
-        TRY(buf_reserve(&dec, hdr));
-        dec.size = hdr;
-        rc = tdb_decompress((int)type, slice_make(raw + hdr, (size_t)size), (size_t)max_raw, &dec);
-        if (rc != TDB_OK) {
+        buf_t dec = {(char *)b, hdr, hdr + n + 1}; /* exact: never grows */
+        if ((rc = tdb_decompress((int)type, in, (size_t)max_raw, &dec)) != TDB_OK) {
             rc = wrap_err(r, rc, what, off);
             goto err;
         }
-        /* The decode buffer grew by doubling: give back the slack so the
-         * block cache's charge matches the memory actually held. */
-        char *exact = (char *)realloc(dec.data, dec.size);
-        b = (sst_block_t *)(void *)(exact ? exact : dec.data);
-        b->size = dec.size - hdr;
-        dec.data = NULL;
     }
+    b->size = n;
     b->data = (char *)(b + 1);
     *out = b;
+    b = NULL;
 err:
-    free(raw);
-    buf_free(&dec);
+    free(b);
+    free(owned);
     return rc;
 }
 
@@ -308,7 +370,7 @@ static int read_meta(sst_reader_t *r, sst_handle_t h, uint64_t limit, const char
     int rc = TDB_OK;
     unsigned type;
     char *p = NULL;
-    TRY(read_raw(r, h.offset, h.size, limit, 0, what, &p, &type));
+    TRY(read_raw(r, h.offset, h.size, limit, what, &p, &type));
     if (type != TDB_COMPRESS_NONE)
         RAISE(TDB_ERR_CORRUPTION, "%s: %s at offset %llu: compressed metadata not supported", r->path, what,
               (unsigned long long)h.offset);
