@@ -308,6 +308,43 @@ TEST_F(CacheTest, ManyEntriesGrowTable) {
     EXPECT_EQ(Stats().entries, 100000u);
 }
 
+// Random inserts, replaces, erases and per-file erases against a model,
+// with room for everything (no eviction): every key present in the model
+// is found with its latest value and every other key misses, so entries
+// moved back when a slot is freed are never lost or duplicated.
+TEST_F(CacheTest, RandomOperationsMatchAModel) {
+    Make(1 << 20, 1);
+    std::mt19937_64 rng(7);
+    std::map<std::pair<uint64_t, uint64_t>, int> model;
+    int next = 0;
+    for (int step = 0; step < 200000; step++) {
+        uint64_t k1 = rng() % 5, k2 = (rng() % 3000) * 4096;
+        int op = (int)(rng() % 100);
+        if (op < 60) {
+            Put(k1, k2, next);
+            model[{k1, k2}] = next++;
+        } else if (op < 95) {
+            lru_cache_erase(c, k1, k2);
+            model.erase({k1, k2});
+        } else if (op == 99 && rng() % 20 == 0) {
+            lru_cache_erase_k1(c, k1);
+            for (auto it = model.begin(); it != model.end();) it = it->first.first == k1 ? model.erase(it) : ++it;
+        } else {
+            auto it = model.find({k1, k2});
+            ASSERT_EQ(Get(k1, k2), it == model.end() ? -1 : it->second) << step;
+        }
+    }
+    for (auto &kv : model) ASSERT_EQ(Get(kv.first.first, kv.first.second), kv.second);
+    EXPECT_EQ(Stats().entries, model.size());
+    for (uint64_t k1 = 0; k1 < 5; k1++) {
+        for (uint64_t k2 = 0; k2 < 3000; k2++) {
+            if (!model.count({k1, k2 * 4096})) {
+                ASSERT_EQ(Get(k1, k2 * 4096), -1);
+            }
+        }
+    }
+}
+
 TEST_F(CacheTest, ConcurrentLookupsAndInserts) {
     Make(2000, 4);
     std::atomic<int> next{0};

@@ -15,8 +15,9 @@
  *    verified and its decoded size bounded (data blocks by the recorded
  *    max_block_raw, value records by their recorded raw size).
  *  - Cache values are sst_block_t objects: the decoded payload right after
- *    its header in one allocation, freed by sst_block_cache_deleter. A
- *    pinned handle keeps one alive.
+ *    its header in one buffer of the block pool (sst/block_pool.h), given
+ *    back by sst_block_cache_deleter and charged to the cache at the
+ *    buffer's capacity. A pinned handle keeps one alive.
  *  - The range-deletion block (if any) is read, checked and decoded at open
  *    into `rdl` (sorted by start, then seq descending, each inside the
  *    table's [smallest, largest] bounds, sequences inside [min_seq,
@@ -30,6 +31,7 @@
 #include <string.h>
 
 #include "sst/block.h"
+#include "sst/block_pool.h"
 #include "sst/bloom.h"
 #include "sst/compress.h"
 #include "sst/format.h"
@@ -44,6 +46,7 @@
 typedef struct sst_block {
     char *data;
     size_t size;
+    size_t cap; /* of the whole allocation, from the block pool */
 } sst_block_t;
 
 /* A loaded record: either pinned in the cache (h) or owned (h == NULL). */
@@ -85,7 +88,9 @@ struct sst_reader {
 };
 
 /* Free a decoded record (header and payload are one allocation). */
-static void block_free(sst_block_t *b) { free(b); }
+static void block_free(sst_block_t *b) {
+    if (b) block_pool_put(b, b->cap);
+}
 
 /* Cache deleter: frees an sst_block_t. */
 void sst_block_cache_deleter(void *value, void *ctx) {
@@ -217,8 +222,10 @@ static int read_record(sst_reader_t *r, uint64_t off, uint64_t size, uint64_t ma
     if (n > max_raw)
         RAISE(TDB_ERR_CORRUPTION, "%s: %s at offset %llu: size %llu above maximum %llu", r->path, what,
               (unsigned long long)off, (unsigned long long)n, (unsigned long long)max_raw);
-    b = (sst_block_t *)malloc(hdr + n + 1); /* +1: room tdb_decompress reserves */
+    size_t cap;
+    b = (sst_block_t *)block_pool_get(hdr + n + 1, &cap); /* +1: room tdb_decompress reserves */
     if (!b) RAISE(TDB_ERR_NOMEM, "%s: %s of %zu bytes", r->path, what, n);
+    b->cap = cap;
     if (type == TDB_COMPRESS_NONE) {
         memcpy(b + 1, raw, n);
     } else {
@@ -233,7 +240,7 @@ static int read_record(sst_reader_t *r, uint64_t off, uint64_t size, uint64_t ma
     *out = b;
     b = NULL;
 err:
-    free(b);
+    block_free(b);
     free(owned);
     return rc;
 }
@@ -255,8 +262,7 @@ static int load_record(sst_reader_t *r, uint64_t off, uint64_t size, uint64_t ma
     if (rc != TDB_OK) return rc;
     if (use_cache && r->cache) {
         /* Charge the allocations too, not only the decoded bytes. */
-        ref->h = lru_cache_insert(r->cache, r->file_number, off, ref->blk,
-                                  ref->blk->size + sizeof *ref->blk + SST_ALLOC_OVERHEAD);
+        ref->h = lru_cache_insert(r->cache, r->file_number, off, ref->blk, ref->blk->cap + SST_ALLOC_OVERHEAD);
         /* NULL: out of memory for the entry; we keep owning the block. */
     }
     return TDB_OK;
