@@ -251,30 +251,53 @@ static compaction_t *pick_one_file(version_t *v, int level, file_meta_t *f, doub
     return compaction_finish(c, v, o, s);
 }
 
-/* Size-triggered pick at level >= 2: the first pickable file after the
- * level's cursor, wrapping around; advances the cursor. */
-static compaction_t *pick_rotating(version_t *v, int level, double score, const compaction_opts_t *o,
-                                   compaction_state_t *s) {
-    int n = version_num_files(v, level);
-    buf_t *cur = version_cursor_(v, level);
-    int start = 0;
-    if (cur->size) { /* user keys are never empty: size 0 = no cursor yet */
-        /* first file whose smallest user key is beyond the cursor */
-        while (start < n &&
-               slice_compare(ikey_user(buf_slice(&version_file(v, level, start)->smallest)), buf_slice(cur)) <= 0)
-            start++;
+typedef struct overlap_cand {
+    file_meta_t *f;
+    double ratio; /* bytes it overlaps in level+1 / its own bytes */
+    int index;
+} overlap_cand_t;
+
+/* Lowest ratio first; ties in key order. */
+static int overlap_cand_cmp(const void *a, const void *b) {
+    const overlap_cand_t *x = (const overlap_cand_t *)a, *y = (const overlap_cand_t *)b;
+    if (x->ratio != y->ratio) return x->ratio < y->ratio ? -1 : 1;
+    return x->index - y->index;
+}
+
+/* Size-triggered pick at level >= 2: the pickable file that overlaps the
+ * fewest level+1 bytes per byte of its own (RocksDB's kMinOverlappingRatio),
+ * so each compaction pushes the most data down per byte it rewrites. Both
+ * levels are sorted and disjoint, so one merge-like pass sizes every
+ * file's overlap. */
+static compaction_t *pick_min_overlap(version_t *v, int level, double score, const compaction_opts_t *o,
+                                      compaction_state_t *s) {
+    int n = version_num_files(v, level), m = version_num_files(v, level + 1);
+    overlap_cand_t *cands = (overlap_cand_t *)malloc((size_t)(n ? n : 1) * sizeof *cands);
+    compaction_t *c = NULL;
+    if (!cands) { /* out of memory: any pickable file will do */
+        for (int i = 0; i < n && !c; i++) c = pick_one_file(v, level, version_file(v, level, i), score, o, s);
+        return c;
     }
-    for (int j = 0; j < n; j++) {
-        file_meta_t *f = version_file(v, level, (start + j) % n);
-        compaction_t *c = pick_one_file(v, level, f, score, o, s);
-        if (c) {
-            slice_t hi = ikey_user(buf_slice(&f->largest));
-            buf_clear(cur);
-            if (buf_append(cur, hi.data, hi.size) != TDB_OK) buf_clear(cur); /* only a hint */
-            return c;
+    int j = 0;
+    for (int i = 0; i < n; i++) {
+        file_meta_t *f = version_file(v, level, i);
+        urange_t r = file_range(f);
+        /* Next-level files ending before f ends before every later file too. */
+        while (j < m && slice_compare(file_range(version_file(v, level + 1, j)).hi, r.lo) < 0) j++;
+        uint64_t bytes = 0;
+        for (int k = j; k < m; k++) {
+            const file_meta_t *g = version_file(v, level + 1, k);
+            if (slice_compare(file_range(g).lo, r.hi) > 0) break;
+            bytes += g->file_size;
         }
+        cands[i].f = f;
+        cands[i].ratio = (double)bytes / (double)(f->file_size ? f->file_size : 1);
+        cands[i].index = i;
     }
-    return NULL;
+    qsort(cands, (size_t)n, sizeof *cands, overlap_cand_cmp);
+    for (int i = 0; i < n && !c; i++) c = pick_one_file(v, level, cands[i].f, score, o, s);
+    free(cands);
+    return c;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -380,14 +403,15 @@ compaction_t *compaction_pick(version_t *v, const compaction_opts_t *o, compacti
         if (best < 0) break;
         tried[best] = 1;
         compaction_t *c = best == 1 ? pick_whole_level(v, 1, base, score[1], o, s)
-                                    : pick_rotating(v, best, score[best], o, s);
+                                    : pick_min_overlap(v, best, score[best], o, s);
         if (c) return c;
     }
-    /* Tombstone density: densest qualifying file first. */
+    /* Tombstone density: densest qualifying file first, at levels >= 2
+     * (level 1 is bounded by its file count; see compaction.h). */
     int ncand = 0, capc = 0;
     tomb_cand_t *cands = NULL;
     compaction_t *c = NULL;
-    for (int l = 1; l < NL - 1; l++) {
+    for (int l = 2; l < NL - 1; l++) {
         for (int i = 0; i < version_num_files(v, l); i++) {
             file_meta_t *f = version_file(v, l, i);
             double d = tombstone_density(f, o);
@@ -405,13 +429,7 @@ compaction_t *compaction_pick(version_t *v, const compaction_opts_t *o, compacti
         }
     }
     if (ncand > 1) qsort(cands, (size_t)ncand, sizeof *cands, tomb_cand_cmp);
-    for (int i = 0; i < ncand && !c; i++) {
-        /* Only all of level 1 may move at once (see compaction.h). */
-        if (cands[i].level == 1)
-            c = pick_whole_level(v, 1, base, cands[i].density, o, s);
-        else
-            c = pick_one_file(v, cands[i].level, cands[i].f, cands[i].density, o, s);
-    }
+    for (int i = 0; i < ncand && !c; i++) c = pick_one_file(v, cands[i].level, cands[i].f, cands[i].density, o, s);
 out:
     free(cands);
     return c;

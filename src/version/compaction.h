@@ -33,16 +33,19 @@
  *    failing that, the file with the highest tombstone share >=
  *    tombstone_density_trigger (in (0,1], else disabled) among files with
  *    >= tombstone_density_min_entries entries, at levels
- *    1..TDB_MAX_LEVELS-2, goes into the next level (level 1: the base).
+ *    2..TDB_MAX_LEVELS-2, goes into the next level. Level 1 is left to its
+ *    file count (at most l1_file_count_trigger - 1 files linger): under
+ *    steady deletes every flush is all tombstones, and merging each into
+ *    the base level on its own multiplied compaction writes.
  *
  * Shapes
  *  - A level-1 compaction takes every level-1 file (all or none: taking a
  *    newer file without the older ones it overlaps would let an older
  *    version shadow a newer one) plus the base-level files overlapping
  *    their range, into the base level.
- *  - A level-L (>= 2) compaction takes one file, rotating through the key
- *    space with a per-level cursor kept in the version, plus its overlaps
- *    in L+1, into L+1.
+ *  - A level-L (>= 2) compaction takes one file plus its overlaps in L+1,
+ *    into L+1: the pickable file with the fewest overlapping L+1 bytes per
+ *    byte of its own (RocksDB's kMinOverlappingRatio), ties in key order.
  *  - Manual (compaction_pick_level): every file of the level plus overlaps,
  *    into the next level (level 1: the base level); for the last level, a
  *    rewrite in place (bottommost).
@@ -144,8 +147,7 @@ int compaction_level_targets(const version_t *v, const compaction_opts_t *o, uin
 
 /* Most urgent compaction of v that does not conflict with those in s (may
  * be NULL), inputs marked being_compacted and registered in s; NULL if none
- * is due or every due one is blocked. Caller holds the db mutex and passes
- * the current version (it records the rotation cursor). */
+ * is due or every due one is blocked. Caller holds the db mutex. */
 compaction_t *compaction_pick(version_t *v, const compaction_opts_t *o, compaction_state_t *s);
 /* Manual compaction of `level` (1..TDB_MAX_LEVELS-1), registered in s (may
  * be NULL): NULL if the level is empty, an input is already being

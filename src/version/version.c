@@ -18,7 +18,6 @@ struct version {
     file_meta_t **files[TDB_MAX_LEVELS];
     uint64_t bytes[TDB_MAX_LEVELS];
     int n_rd_files; /* files with num_range_deletes > 0 (set by version_apply) */
-    buf_t cursor[TDB_MAX_LEVELS]; /* compaction picking hint (db mutex) */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -94,7 +93,6 @@ static void version_free(version_t *v) {
     for (int l = 0; l < TDB_MAX_LEVELS; l++) {
         for (int i = 0; i < v->n[l]; i++) file_meta_unref(v->files[l][i]);
         free(v->files[l]);
-        buf_free(&v->cursor[l]);
     }
     free(v);
 }
@@ -145,8 +143,6 @@ void version_set_obsolete_fn(version_t *v, file_obsolete_fn fn, void *ctx) {
     }
 }
 
-/* Compaction cursor of a level (picking hint). */
-buf_t *version_cursor_(version_t *v, int level) { return &v->cursor[level]; }
 
 /* ---------------------------------------------------------------------- */
 /* edits                                                                   */
@@ -326,9 +322,6 @@ int version_apply(const version_t *base, const version_edit_t *e, version_t **ou
                       (unsigned long long)a->number, (unsigned long long)b->number, l);
         }
     }
-
-    for (int l = 1; l < TDB_MAX_LEVELS; l++)
-        if (base->cursor[l].size) TRY(buf_append(&v->cursor[l], base->cursor[l].data, base->cursor[l].size));
 
     /* Files entering a version now report to its callback. */
     for (int i = 0; i < e->n_add; i++) {

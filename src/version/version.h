@@ -24,9 +24,8 @@
  * Invariants
  *  - A version is immutable once version_apply/version_create returns it:
  *    its file lists never change, so readers use it without a lock while
- *    they hold a reference. The only mutable parts are the per-level
- *    compaction cursors (a picking hint) and file_meta.being_compacted,
- *    both touched only under the db mutex.
+ *    they hold a reference. The only mutable part is
+ *    file_meta.being_compacted, touched only under the db mutex.
  *  - Refcounts (version and file_meta) are atomic. A version holds one
  *    reference on each of its files; a version_edit holds one on each file
  *    it adds. When a version's count reaches zero it drops its file refs.
@@ -153,11 +152,6 @@ int version_range_dels(version_t *v, table_cache_t *tc, uint64_t max_seq, rd_lis
 /* Lazy concatenating iterator over one level >= 2 of v (holds a version
  * reference). NULL on OOM. */
 iter_t *version_level_iter(version_t *v, table_cache_t *tc, int level);
-
-/* Internal to the version module (compaction picking): per-level cursor of
- * the last picked key, carried from base to new version by version_apply.
- * Caller holds the db mutex. */
-buf_t *version_cursor_(version_t *v, int level);
 
 #ifdef __cplusplus
 }
