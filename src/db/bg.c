@@ -263,8 +263,9 @@ static int run_compaction(tdb_t *db, tdb_cf_t *cf, compaction_t *c) {
             atomic_fetch_add(&db->ctr.compact_read, ctx.bytes_read);
             atomic_fetch_add(&db->ctr.compact_written, ctx.bytes_written);
             atomic_fetch_add(&db->ctr.compactions, 1);
-            db_log(db, TDB_LOG_DEBUG, "compacted '%s' L%d->L%d: %d+%d -> %d file(s)", cf->name, c->level,
-                   c->output_level, c->nin[0], c->nin[1], edit.n_add);
+            db_log(db, TDB_LOG_DEBUG, "compacted '%s' L%d->L%d: %d+%d -> %d file(s), %llu bytes read, %llu written",
+                   cf->name, c->level, c->output_level, c->nin[0], c->nin[1], edit.n_add,
+                   (unsigned long long)ctx.bytes_read, (unsigned long long)ctx.bytes_written);
         }
     }
     pthread_mutex_unlock(&db->manifest_mu);

@@ -50,7 +50,7 @@ static inline size_t class_of(size_t cap) { return cap / POOL_CLASS_BYTES - 1; }
 
 void *block_pool_get(size_t n, size_t *cap) {
     if (n == 0) n = 1;
-    if (n > POOL_MAX_BYTES || !POOL_ENABLED) {
+    if (n > POOL_MAX_BYTES) {
         *cap = n;
         atomic_fetch_add_explicit(&g_allocated, 1, memory_order_relaxed);
         return malloc(n);
@@ -59,7 +59,7 @@ void *block_pool_get(size_t n, size_t *cap) {
     *cap = c;
     pool_class_t *k = &g_classes[class_of(c)];
     pthread_once(&g_once, pool_init);
-    if (atomic_load_explicit(&g_kept, memory_order_relaxed) >= c) {
+    if (POOL_ENABLED && atomic_load_explicit(&g_kept, memory_order_relaxed) >= c) {
         pthread_mutex_lock(&k->mu);
         free_buf_t *b = k->head;
         if (b) k->head = b->next;

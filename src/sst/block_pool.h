@@ -17,7 +17,9 @@
  *    keeps at most POOL_KEEP_BYTES (8 MiB) in free buffers; beyond that, buffers
  *    are freed. Each class is a mutex-guarded stack linked through the
  *    buffers themselves.
- *  - Under AddressSanitizer the pool is a plain malloc/free pass-through.
+ *  - Under AddressSanitizer nothing is kept (every buffer goes back to
+ *    free, so a use after eviction is still caught); capacities are the
+ *    same size classes.
  */
 #ifndef TDB_SST_BLOCK_POOL_H
 #define TDB_SST_BLOCK_POOL_H
