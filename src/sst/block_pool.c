@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #define POOL_CLASS_BYTES 512u
@@ -76,10 +77,13 @@ void *block_pool_get(size_t n, size_t *cap) {
 
 void block_pool_put(void *p, size_t cap) {
     if (!p) return;
-    if (!POOL_ENABLED || cap > POOL_MAX_BYTES || cap % POOL_CLASS_BYTES != 0 ||
-        atomic_fetch_add_explicit(&g_kept, cap, memory_order_relaxed) + cap > POOL_KEEP_BYTES) {
-        if (POOL_ENABLED && cap <= POOL_MAX_BYTES && cap % POOL_CLASS_BYTES == 0)
-            atomic_fetch_sub_explicit(&g_kept, cap, memory_order_relaxed);
+    bool keep = POOL_ENABLED && cap <= POOL_MAX_BYTES && cap % POOL_CLASS_BYTES == 0;
+    /* Count it kept first, so a get never subtracts what was not added. */
+    if (keep && atomic_fetch_add_explicit(&g_kept, cap, memory_order_relaxed) + cap > POOL_KEEP_BYTES) {
+        atomic_fetch_sub_explicit(&g_kept, cap, memory_order_relaxed);
+        keep = false;
+    }
+    if (!keep) {
         atomic_fetch_add_explicit(&g_freed, 1, memory_order_relaxed);
         free(p);
         return;

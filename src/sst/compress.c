@@ -133,7 +133,13 @@ err:
     return rc;
 }
 
-/* Decode `in` (varint length || codec bytes) with codec `type`, appending the bytes to out. */
+/* The varint length header of a compressed `in`: the declared length and
+ * where the codec bytes start. */
+static int read_length_header(slice_t in, uint32_t *declared, const char **body) {
+    *body = in.size ? dec_varint32(in.data, in.data + in.size, declared) : NULL;
+    return *body ? TDB_OK : tdb_err(TDB_ERR_CORRUPTION, "decompress: bad length header");
+}
+
 int tdb_decompressed_length(int type, slice_t in, size_t *out) {
     *out = 0;
     if (!tdb_compression_valid(type)) return tdb_err(TDB_ERR_CORRUPTION, "decompress: unknown codec %d", type);
@@ -142,12 +148,13 @@ int tdb_decompressed_length(int type, slice_t in, size_t *out) {
         return TDB_OK;
     }
     uint32_t declared;
-    if (!in.size || !dec_varint32(in.data, in.data + in.size, &declared))
-        return tdb_err(TDB_ERR_CORRUPTION, "decompress: bad length header");
-    *out = declared;
-    return TDB_OK;
+    const char *body;
+    int rc = read_length_header(in, &declared, &body);
+    if (rc == TDB_OK) *out = declared;
+    return rc;
 }
 
+/* Decode `in` (varint length || codec bytes) with codec `type`, appending the bytes to out. */
 int tdb_decompress(int type, slice_t in, size_t max_out, buf_t *out) {
     int rc = TDB_OK;
     size_t old = out->size;
@@ -158,12 +165,11 @@ int tdb_decompress(int type, slice_t in, size_t max_out, buf_t *out) {
         return buf_append(out, in.data, in.size);
     }
     uint32_t declared;
-    const char *limit = in.data + in.size;
-    const char *p = in.size ? dec_varint32(in.data, limit, &declared) : NULL;
-    if (!p) return tdb_err(TDB_ERR_CORRUPTION, "decompress: bad length header");
+    const char *p;
+    TRY(read_length_header(in, &declared, &p));
     if (declared > max_out)
         return tdb_err(TDB_ERR_CORRUPTION, "decompress: declared %u bytes exceed limit %zu", declared, max_out);
-    size_t clen = (size_t)(limit - p);
+    size_t clen = (size_t)(in.data + in.size - p);
     /* +1 so the destination pointer is never NULL, even for an empty block. */
     TRY(buf_reserve(out, (size_t)declared + 1));
     char *dst = out->data + out->size;

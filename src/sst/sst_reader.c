@@ -174,19 +174,23 @@ static void scratch_free(void *v) {
 
 static void scratch_init(void) { scratch_ok = pthread_key_create(&scratch_key, scratch_free) == 0; }
 
+/* This thread's scratch buffer, created on first use; NULL if none can be kept. */
+static scratch_t *thread_scratch(void) {
+    pthread_once(&scratch_once, scratch_init);
+    if (!scratch_ok) return NULL;
+    scratch_t *s = (scratch_t *)pthread_getspecific(scratch_key);
+    if (!s && (s = (scratch_t *)calloc(1, sizeof *s)) && pthread_setspecific(scratch_key, s) != 0) {
+        free(s);
+        s = NULL;
+    }
+    return s;
+}
+
 /* n bytes to read into: this thread's buffer, or a malloc the caller must
  * free (*owned) when n is large or no buffer can be kept. NULL: no memory. */
 static char *scratch_get(size_t n, char **owned) {
     *owned = NULL;
-    pthread_once(&scratch_once, scratch_init);
-    scratch_t *s = scratch_ok && n <= SCRATCH_KEEP ? (scratch_t *)pthread_getspecific(scratch_key) : NULL;
-    if (scratch_ok && n <= SCRATCH_KEEP && !s) {
-        s = (scratch_t *)calloc(1, sizeof *s);
-        if (s && pthread_setspecific(scratch_key, s) != 0) {
-            free(s);
-            s = NULL;
-        }
-    }
+    scratch_t *s = n <= SCRATCH_KEEP ? thread_scratch() : NULL;
     if (!s) return *owned = (char *)malloc(n ? n : 1);
     if (s->cap < n) {
         size_t cap = s->cap ? s->cap : 16384;
