@@ -118,8 +118,8 @@ static void slots_put(slot_t *slots, size_t nslots, entry_t *e) {
     slots[i].e = e;
 }
 
-/* Double the slot array; on allocation failure keep the current one (it
- * still has a free slot: the table is grown before it is half full). */
+/* Double the slot array; on allocation failure keep the current one
+ * (table_insert keeps a slot empty). */
 static void table_grow(shard_t *s) {
     size_t n = s->nslots * 2;
     slot_t *ns = (slot_t *)calloc(n, sizeof(slot_t));
@@ -131,11 +131,15 @@ static void table_grow(shard_t *s) {
     s->nslots = n;
 }
 
-/* Add e (key not present). */
-static void table_insert(shard_t *s, entry_t *e) {
+/* Add e (key not present); false if that would leave no empty slot (every
+ * growth since the table was half full failed: out of memory), so probes
+ * always end. */
+static bool table_insert(shard_t *s, entry_t *e) {
+    if (s->entries + 2 > s->nslots) return false;
     slots_put(s->slots, s->nslots, e);
     s->entries++;
     if (s->entries * 2 > s->nslots) table_grow(s);
+    return true;
 }
 
 /* Remove e (present) and close the gap: later entries of the probe run that
@@ -289,16 +293,16 @@ lru_handle_t *lru_cache_insert(lru_cache_t *c, uint64_t k1, uint64_t k2, void *v
         table_remove(s, old);
         detach(s, old, &dead);
     }
-    if (s->capacity == 0) {
-        /* Caching disabled: the entry lives only as long as the handle. */
-        e->refs = 1;
-        e->in_cache = false;
-    } else {
+    if (s->capacity != 0 && table_insert(s, e)) {
         e->refs = 2;
         e->in_cache = true;
-        table_insert(s, e);
         s->usage += charge;
         evict(s, &dead);
+    } else {
+        /* Caching disabled (or no memory for a bigger table): the entry
+         * lives only as long as the handle. */
+        e->refs = 1;
+        e->in_cache = false;
     }
     pthread_mutex_unlock(&s->mu);
     free_dead(c, dead);
