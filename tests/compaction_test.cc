@@ -211,6 +211,23 @@ std::vector<Entry> Pick(const std::vector<Entry> &in, const std::vector<std::str
     return out;
 }
 
+// e with its sequence rewritten to 0 (same user key and type).
+Entry Zeroed(const Entry &e) {
+    slice_t k = S(e.ik);
+    return {IK(std::string(ikey_user(k).data, ikey_user(k).size), 0, ikey_type(k)), e.value};
+}
+
+// Pick, then the entries shown in `zero` with sequence 0 (as a bottommost
+// output writes the lowest stripe's versions).
+std::vector<Entry> PickZeroed(const std::vector<Entry> &in, const std::vector<std::string> &keep,
+                              const std::vector<std::string> &zero) {
+    std::vector<Entry> out = Pick(in, keep);
+    for (auto &e : out)
+        if (std::find(zero.begin(), zero.end(), Show(e)) != zero.end()) e = Zeroed(e);
+    SortEntries(&out);
+    return out;
+}
+
 TEST_F(TableWrite, NoSnapshotsNotBottommostKeepsNewestAndTombstones) {
     auto in = RuleInput();
     ASSERT_EQ(TDB_OK, Write(in, 0)) << tdb_last_error();
@@ -235,8 +252,10 @@ TEST_F(TableWrite, NoSnapshotsBottommostDropsTombstonesAndExpired) {
     auto got = ReadAll();
     // b, d deleted; e expired (and its older version shadowed); g's value is
     // too short to carry an expiry, so it is kept.
-    auto want = Pick(in, {"a@9/1", "c@6/1", "f@11/4", "g@12/4"});
+    // Nothing older exists and every reader sees them: sequence 0.
+    auto want = PickZeroed(in, {"a@9/1", "c@6/1", "f@11/4", "g@12/4"}, {"a@9/1", "c@6/1", "f@11/4", "g@12/4"});
     EXPECT_EQ(want, got) << Show(got);
+    EXPECT_EQ(0u, edit.add[0].f->max_seq);
 }
 
 TEST_F(TableWrite, SnapshotStripes) {
@@ -257,9 +276,27 @@ TEST_F(TableWrite, SnapshotStripesBottommost) {
     auto got = ReadAll();
     // Only the lowest stripe loses tombstones (d@4); the tombstone b@8 and
     // the expired e@10 above snapshot 7 stay: snapshot 7 still sees b@2/e@1.
-    auto want = Pick(in, {"a@9/1", "a@7/1", "a@3/1", "b@8/0", "b@2/1", "c@6/1", "e@10/4", "e@1/1", "f@11/4",
-                          "g@12/4"});
+    // The lowest stripe's versions (seq <= 4) are written with sequence 0.
+    auto want = PickZeroed(in, {"a@9/1", "a@7/1", "a@3/1", "b@8/0", "b@2/1", "c@6/1", "e@10/4", "e@1/1", "f@11/4",
+                                "g@12/4"},
+                           {"a@3/1", "b@2/1", "e@1/1"});
     EXPECT_EQ(want, got) << Show(got);
+}
+
+TEST_F(TableWrite, SequenceZeroOnlyAtBottommostLevelsBelowOne) {
+    std::vector<Entry> in = {{IK("a", 5), "a5"}, {IK("b", 6), "b6"}};
+    // Level 1 orders its overlapping files by sequence: never rewritten.
+    ASSERT_EQ(TDB_OK, Write(in, 1, -1, 1)) << tdb_last_error();
+    EXPECT_EQ(in, ReadAll()) << Show(ReadAll());
+    version_edit_free(&edit);
+    // Not bottommost: an older version below may still need the order.
+    ASSERT_EQ(TDB_OK, Write(in, 0, -1, 3)) << tdb_last_error();
+    EXPECT_EQ(in, ReadAll()) << Show(ReadAll());
+    version_edit_free(&edit);
+    ASSERT_EQ(TDB_OK, Write(in, 1, -1, 3)) << tdb_last_error();
+    EXPECT_EQ((std::vector<Entry>{Zeroed(in[0]), Zeroed(in[1])}), ReadAll()) << Show(ReadAll());
+    EXPECT_EQ(0u, edit.add[0].f->min_seq);
+    EXPECT_EQ(0u, edit.add[0].f->max_seq);
 }
 
 TEST_F(TableWrite, SnapshotEqualToSequenceAndManySnapshots) {
@@ -283,7 +320,7 @@ TEST_F(TableWrite, TTLExpiryBoundary) {
     };
     ASSERT_EQ(TDB_OK, Write(in, 1));
     auto got = ReadAll();
-    EXPECT_EQ(Pick(in, {"x3@5/4"}), got) << Show(got);
+    EXPECT_EQ(PickZeroed(in, {"x3@5/4"}, {"x3@5/4"}), got) << Show(got);
     version_edit_free(&edit);
     ASSERT_EQ(TDB_OK, Write(in, 0));  // not bottommost: kept (might shadow older data)
     EXPECT_EQ(in.size(), ReadAll().size());

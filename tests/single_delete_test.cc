@@ -46,9 +46,10 @@ TEST_F(SdTableWrite, SnapshotBetweenKeepsBoth) {
     ASSERT_EQ(TDB_OK, Write(in, 0));
     EXPECT_EQ("a@9/2 a@4/1 ", Show(AllPoints()));
     version_edit_free(&edit);
-    // Bottommost: the single delete is above the snapshot, so it stays.
+    // Bottommost: the single delete is above the snapshot, so it stays (the
+    // put below the snapshot is written with sequence 0).
     ASSERT_EQ(TDB_OK, Write(in, 1));
-    EXPECT_EQ("a@9/2 a@4/1 ", Show(AllPoints()));
+    EXPECT_EQ("a@9/2 a@0/1 ", Show(AllPoints()));
     version_edit_free(&edit);
     // Snapshot at the single delete itself: same stripe as the put below it
     // only if no snapshot lies in [4, 9): here snapshot 9 does not separate.
@@ -63,7 +64,7 @@ TEST_F(SdTableWrite, MeetingNothingKeptUntilBottommost) {
     EXPECT_EQ("a@9/2 b@4/1 ", Show(AllPoints()));  // the put may be in a deeper level
     version_edit_free(&edit);
     ASSERT_EQ(TDB_OK, Write(in, 1));
-    EXPECT_EQ("b@4/1 ", Show(AllPoints()));
+    EXPECT_EQ("b@0/1 ", Show(AllPoints()));
     version_edit_free(&edit);
     // Last entry of the stream.
     ASSERT_EQ(TDB_OK, Write({{IK("z", 9, KT_SINGLE_DELETE), ""}}, 0));

@@ -149,9 +149,15 @@ static void unmap_window(posix_file_t *f) {
  * to write() appends: f->mapped becomes 0 and TDB_OK is returned. */
 static int map_window(posix_file_t *f) {
     /* Start writing the finished window back now (without waiting), so the
-     * sync when the log is sealed or synced finds little left to write. */
-    if (f->map) (void)sync_file_range(f->fd, (off_t)f->map_off, LOG_WINDOW, SYNC_FILE_RANGE_WRITE);
+     * sync when the log is sealed or synced finds little left to write.
+     * Unmapped first: writeback of a page still mapped must write-protect
+     * it in the page table and flush every CPU's TLB, page by page (that
+     * cost ~6% of a write-heavy run's CPU); unmapped, the dirty pages are
+     * plain page cache. */
+    int had = f->map != NULL;
+    uint64_t old_off = f->map_off;
     unmap_window(f);
+    if (had) (void)sync_file_range(f->fd, (off_t)old_off, LOG_WINDOW, SYNC_FILE_RANGE_WRITE);
     uint64_t off = f->size - f->size % LOG_WINDOW, end = off + LOG_WINDOW;
     if (end > (uint64_t)INT64_MAX) return tdb_err(TDB_ERR_TOO_LARGE, "write %s: log too large", f->path);
     if (end > f->alloc_end) {

@@ -121,6 +121,9 @@ static void sl_find_level(const char *from, int i, slice_t user, uint64_t traile
     const char *x = from;
     for (;;) {
         char *nx = sl_next(x, i);
+        /* The walk one level down starts at x's successor there: fetch it
+         * while nx is compared (a miss in parallel, not in series). */
+        if (i > 0) __builtin_prefetch(atomic_load_explicit(sl_link(x, i - 1), memory_order_relaxed));
         if (nx && nx != known_ge && sl_cmp(nx, user, trailer) < 0) {
             x = nx;
         } else {

@@ -25,6 +25,18 @@ static inline slice_t slice_make(const void *d, size_t n) {
 /* Bytewise three-way comparison, shorter prefix first. */
 static inline int slice_compare(slice_t a, slice_t b) {
     size_t n = a.size < b.size ? a.size : b.size;
+    if (n >= 8) { /* most keys differ in their first 8 bytes: no call */
+        uint64_t x, y;
+        memcpy(&x, a.data, 8);
+        memcpy(&y, b.data, 8);
+        if (x != y) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            x = __builtin_bswap64(x);
+            y = __builtin_bswap64(y);
+#endif
+            return x < y ? -1 : 1;
+        }
+    }
     int r = n ? memcmp(a.data, b.data, n) : 0;
     if (r == 0) r = (a.size < b.size) ? -1 : (a.size > b.size);
     return r;

@@ -246,6 +246,7 @@ static int write_tables(iter_t *input, const range_del_t *pre, size_t npre, tabl
     w.edit = edit;
     buf_t user = {0};      /* current user key */
     buf_t sdkey = {0};     /* a single delete waiting for its successor */
+    buf_t zkey = {0};      /* a key rewritten with sequence 0 */
     int have_user = 0;
     int last_stripe = -1;  /* stripe of the previous entry of `user` */
 
@@ -323,6 +324,15 @@ static int write_tables(iter_t *input, const range_del_t *pre, size_t npre, tabl
         if (ctx->bottommost && stripe == 0 && type == KT_PUT_TTL && val.size >= 8 &&
             (int64_t)dec_fixed64(val.data) <= ctx->now_unix)
             goto next; /* expired, and nothing older can resurface */
+        if (ctx->bottommost && stripe == 0 && out_level >= 2 && seq != 0) {
+            /* The only version any reader can see, with nothing below it:
+             * its sequence carries no information, so it is written as 0
+             * (a run of zero trailers compresses to almost nothing). */
+            buf_clear(&zkey);
+            TRY(buf_append(&zkey, k.data, k.size));
+            enc_fixed64(zkey.data + zkey.size - IKEY_TRAILER, ikey_pack(0, type));
+            k = buf_slice(&zkey);
+        }
         TRY(emit_point(&w, k, val));
     next:
         iter_next(input);
@@ -347,6 +357,7 @@ err:
     }
     buf_free(&user);
     buf_free(&sdkey);
+    buf_free(&zkey);
     buf_free(&w.last_user);
     buf_free(&w.lower);
     buf_free(&w.upper);
