@@ -12,6 +12,8 @@
  *
  * Invariants
  *  - seq fits in 56 bits (SEQ_MAX); sequence 0 is never assigned to a write.
+ *    A bottommost compaction rewrites a version older than every snapshot
+ *    to sequence 0 (version/table_write.c): 0 means "older than anything".
  *  - type is one of the KT_* values below; bit 0x80 is reserved for storage
  *    layers (the SST marks separated values with it) and never escapes them.
  *  - KT_PUT_TTL values start with fixed64 LE expiry (unix seconds), then

@@ -197,7 +197,9 @@ typedef struct table_write_ctx {
  * are clipped into every output they intersect and are dropped when
  * bottommost in the lowest stripe; a KT_SINGLE_DELETE meeting a put as the
  * next older version in its stripe is dropped with it at any level
- * (docs/design/deletes.md). Writes no file if nothing is kept. On error
+ * (docs/design/deletes.md). If bottommost and out_level >= 2, the kept
+ * version of the lowest stripe is written with sequence 0. Writes no file
+ * if nothing is kept. On error
  * every output of this call is deleted and removed from edit. */
 int table_write_from_iter(iter_t *input, table_write_ctx_t *ctx, int out_level, version_edit_t *edit);
 
