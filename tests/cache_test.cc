@@ -102,22 +102,31 @@ TEST_F(CacheTest, HitAndMiss) {
     EXPECT_EQ(s.capacity, 100u);
 }
 
-TEST_F(CacheTest, EvictionOrderIsLru) {
+TEST_F(CacheTest, EvictionIsClockSecondChance) {
     Make(3);
     Put(1, 0, 1);
     Put(2, 0, 2);
     Put(3, 0, 3);
-    EXPECT_EQ(Get(1, 0), 1);  // 1 becomes most recent: order 2,3,1
-    Put(4, 0, 4);             // evicts 2
-    EXPECT_EQ(Get(2, 0), -1);
+    EXPECT_EQ(Get(1, 0), 1);  // 1 is referenced
+    Put(4, 0, 4);             // 1 gets a second chance (to the end); 2 goes
     EXPECT_TRUE(Deleted(2));
-    EXPECT_EQ(Get(3, 0), 3);  // order 1,4,3
-    Put(5, 0, 5);             // evicts 1
+    EXPECT_FALSE(Deleted(1));
+    Put(5, 0, 5);  // order 3,4,1: 3 is the oldest unreferenced
+    EXPECT_TRUE(Deleted(3));
+    Put(6, 0, 6);
+    EXPECT_TRUE(Deleted(4));
+    EXPECT_FALSE(Deleted(1));
+    Put(7, 0, 7);  // 1 used its chance and was not looked up again
+    EXPECT_TRUE(Deleted(1));
     EXPECT_EQ(Get(1, 0), -1);
-    EXPECT_EQ(Get(4, 0), 4);
-    EXPECT_EQ(Get(3, 0), 3);
     EXPECT_EQ(Get(5, 0), 5);
+    EXPECT_EQ(Get(6, 0), 6);
+    EXPECT_EQ(Get(7, 0), 7);
     EXPECT_EQ(Stats().usage, 3u);
+    // All three referenced: one full pass clears the bits, then the oldest goes.
+    Put(8, 0, 8);
+    EXPECT_TRUE(Deleted(5));
+    EXPECT_EQ(Stats().entries, 3u);
 }
 
 TEST_F(CacheTest, ChargesCount) {

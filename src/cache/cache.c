@@ -5,18 +5,29 @@
  * open-addressing hash table (linear probing over a power-of-two array of
  * (hash, entry) slots, at most half full, doubled as it fills; removal
  * shifts the following probe run back, so no tombstones), a circular
- * doubly-linked LRU list (sentinel `lru`; lru.next is the oldest) of
- * in-cache unpinned entries, usage and capacity. A lookup compares the
+ * doubly-linked list (sentinel `lru`; lru.next is the oldest) of every
+ * in-cache entry, usage and capacity. A lookup compares the
  * full 64-bit hashes stored in the slots and dereferences only an entry
  * whose hash matches, so a miss touches no entry at all (a chained table
  * cost a cache miss per chain node: 15% of a 10M-key random-seek profile).
- * Hit/miss counters are relaxed atomics, read without the lock by
- * lru_cache_stats.
+ * Hit/miss counters are plain fields under the shard's lock (an atomic
+ * beside it would be one more cache line moving between cores per lookup).
  *
  * Reference counting: `refs` counts handles plus one for the cache while
- * the entry is in the table (in_cache). An in-cache entry with refs == 1 is
- * on the LRU list; any other entry is not. An entry is freed (deleter run,
- * outside the lock) when refs reaches 0.
+ * the entry is in the table (in_cache). An entry is on the list iff it is
+ * in the table. An entry is freed (deleter run, outside the lock) when refs
+ * reaches 0.
+ *
+ * Replacement is CLOCK (second chance), an approximation of LRU: a lookup
+ * only sets the entry's `referenced` bit, in the cache line it already
+ * touched, instead of moving it to the list's end (an unlink writes both
+ * neighbours: two more cache misses inside the lock, a third of a random-seek
+ * profile's cache time). Eviction takes entries from the list's head: a
+ * pinned (refs > 1) or referenced entry goes to the end with its bit
+ * cleared, the first other one is evicted. After two passes without an
+ * evictable entry (everything pinned) it stops, over capacity; a pinned
+ * entry released while the shard is over capacity is dropped then.
+ * New entries start unreferenced at the end.
  *
  * The shard is chosen by the top bits of tdb_hash64(k1,k2), the home slot by
  * the low bits, so the two are independent.
@@ -40,9 +51,10 @@ struct lru_handle {
     void *value;
     size_t charge;
     struct lru_handle *next_dead; /* link of a list of entries to free */
-    struct lru_handle *prev, *next; /* LRU list, when refs == 1 && in_cache */
+    struct lru_handle *prev, *next; /* the list, while in_cache */
     uint32_t refs;
     bool in_cache;
+    bool referenced; /* looked up since it last passed the list's head */
 };
 typedef struct lru_handle entry_t;
 
@@ -59,7 +71,7 @@ typedef struct shard {
     size_t usage;    /* sum of charges in the table */
     size_t capacity;
     entry_t lru; /* sentinel */
-    _Atomic uint64_t hits, misses;
+    uint64_t hits, misses; /* under mu: no second cache line to bounce */
     char pad[64];
 } shard_t;
 
@@ -165,8 +177,8 @@ static void table_remove(shard_t *s, entry_t *e) {
 static void detach(shard_t *s, entry_t *e, entry_t **dead) {
     e->in_cache = false;
     s->usage -= e->charge;
+    lru_unlink(e);
     if (e->refs == 1) {
-        lru_unlink(e);
         e->refs = 0;
         e->next_dead = *dead;
         *dead = e;
@@ -175,10 +187,18 @@ static void detach(shard_t *s, entry_t *e, entry_t **dead) {
     }
 }
 
-/* Evict LRU entries while s is over capacity. */
+/* Evict while s is over capacity (CLOCK, see the top). Every entry passes
+ * the head at most twice: once to lose its bit, once to go. */
 static void evict(shard_t *s, entry_t **dead) {
-    while (s->usage > s->capacity && s->lru.next != &s->lru) {
+    size_t budget = 2 * s->entries + 1;
+    while (s->usage > s->capacity && s->lru.next != &s->lru && budget-- > 0) {
         entry_t *e = s->lru.next;
+        if (e->refs > 1 || e->referenced) {
+            e->referenced = false;
+            lru_unlink(e);
+            lru_append(s, e);
+            continue;
+        }
         table_remove(s, e);
         detach(s, e, dead);
     }
@@ -200,6 +220,23 @@ static size_t shard_capacity(const lru_cache_t *c, size_t total, int i) {
     return total / n + ((size_t)i < total % n ? 1 : 0);
 }
 
+/* Initialise a shard mutex. Critical sections are a few cache misses long:
+ * where available the mutex spins briefly before sleeping, since a futex
+ * sleep and wake-up cost far more than waiting out the holder (they were
+ * 12% of a two-thread random-seek profile). */
+static int shard_mutex_init(pthread_mutex_t *mu) {
+#if defined(__GLIBC__) && defined(PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP)
+    pthread_mutexattr_t a;
+    if (pthread_mutexattr_init(&a) != 0) return -1;
+    int rc = pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+    if (rc == 0) rc = pthread_mutex_init(mu, &a);
+    pthread_mutexattr_destroy(&a);
+    return rc;
+#else
+    return pthread_mutex_init(mu, NULL);
+#endif
+}
+
 /* Create a cache of `capacity` charge units over 2^num_shard_bits shards. */
 lru_cache_t *lru_cache_create(size_t capacity, int num_shard_bits, lru_deleter_fn deleter, void *ctx) {
     if (num_shard_bits < 0 || num_shard_bits > 8) return NULL;
@@ -215,7 +252,7 @@ lru_cache_t *lru_cache_create(size_t capacity, int num_shard_bits, lru_deleter_f
     for (int i = 0; i < c->nshards; i++) {
         shard_t *s = &c->shards[i];
         s->slots = (slot_t *)calloc(INITIAL_SLOTS, sizeof(slot_t));
-        if (!s->slots || pthread_mutex_init(&s->mu, NULL) != 0) {
+        if (!s->slots || shard_mutex_init(&s->mu) != 0) {
             free(s->slots);
             s->slots = NULL;
             for (int j = 0; j < i; j++) {
@@ -227,8 +264,6 @@ lru_cache_t *lru_cache_create(size_t capacity, int num_shard_bits, lru_deleter_f
         s->nslots = INITIAL_SLOTS;
         s->capacity = shard_capacity(c, capacity, i);
         s->lru.next = s->lru.prev = &s->lru;
-        atomic_init(&s->hits, 0);
-        atomic_init(&s->misses, 0);
     }
     return c;
 fail:
@@ -265,11 +300,13 @@ lru_handle_t *lru_cache_lookup(lru_cache_t *c, uint64_t k1, uint64_t k2) {
     pthread_mutex_lock(&s->mu);
     entry_t *e = table_find(s, k1, k2, h);
     if (e) {
-        if (e->refs == 1) lru_unlink(e);
         e->refs++;
+        e->referenced = true;
+        s->hits++;
+    } else {
+        s->misses++;
     }
     pthread_mutex_unlock(&s->mu);
-    atomic_fetch_add_explicit(e ? &s->hits : &s->misses, 1, memory_order_relaxed);
     return e;
 }
 
@@ -285,6 +322,7 @@ lru_handle_t *lru_cache_insert(lru_cache_t *c, uint64_t k1, uint64_t k2, void *v
     e->charge = charge;
     e->prev = e->next = NULL;
     e->next_dead = NULL;
+    e->referenced = false;
     shard_t *s = shard_of(c, h);
     entry_t *dead = NULL;
     pthread_mutex_lock(&s->mu);
@@ -297,6 +335,7 @@ lru_handle_t *lru_cache_insert(lru_cache_t *c, uint64_t k1, uint64_t k2, void *v
         e->refs = 2;
         e->in_cache = true;
         s->usage += charge;
+        lru_append(s, e);
         evict(s, &dead);
     } else {
         /* Caching disabled (or no memory for a bigger table): the entry
@@ -322,18 +361,10 @@ void lru_cache_release(lru_cache_t *c, lru_handle_t *e) {
     if (e->refs == 0) {
         dead = e;
         e->next_dead = NULL;
-    } else if (e->refs == 1 && e->in_cache) {
-        if (s->usage > s->capacity || s->capacity == 0) {
-            /* Over capacity only because of pinned entries: drop this one. */
-            table_remove(s, e);
-            e->in_cache = false;
-            s->usage -= e->charge;
-            e->refs = 0;
-            e->next_dead = NULL;
-            dead = e;
-        } else {
-            lru_append(s, e);
-        }
+    } else if (e->refs == 1 && e->in_cache && (s->usage > s->capacity || s->capacity == 0)) {
+        /* Over capacity only because of pinned entries: drop this one. */
+        table_remove(s, e);
+        detach(s, e, &dead);
     }
     pthread_mutex_unlock(&s->mu);
     free_dead(c, dead);
@@ -385,9 +416,9 @@ void lru_cache_stats(lru_cache_t *c, lru_stats_t *out) {
     memset(out, 0, sizeof(*out));
     for (int i = 0; i < c->nshards; i++) {
         shard_t *s = &c->shards[i];
-        out->hits += atomic_load_explicit(&s->hits, memory_order_relaxed);
-        out->misses += atomic_load_explicit(&s->misses, memory_order_relaxed);
         pthread_mutex_lock(&s->mu);
+        out->hits += s->hits;
+        out->misses += s->misses;
         out->usage += s->usage;
         out->entries += s->entries;
         pthread_mutex_unlock(&s->mu);
