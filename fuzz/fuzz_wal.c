@@ -57,7 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     env_t *env = memenv_set(d, n);
     wal_reader_t *r = NULL;
     if (wal_reader_open(env, "fuzz.log", &r) == TDB_OK) {
-        uint64_t sink = 0, records = 0, last_end = 0;
+        uint64_t sink = 0, records = 0, last_end = 0, expected = 0;
+        buf_t rep = {0};
         for (;;) {
             slice_t rec;
             int rc = wal_reader_next(r, &rec);
@@ -66,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 break;
             }
             sink += fuzz_touch(rec.data, rec.size);
-            batch_iterate(rec, visit, &sink);
+            if (batch_from_wal(rec, &expected, &rep) == TDB_OK) batch_iterate(buf_slice(&rep), visit, &sink);
             uint64_t end = wal_reader_valid_end(r);
             if (end < last_end || end > n) fuzz_fail("valid_end moved backwards or past the file");
             last_end = end;
@@ -74,6 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         if (wal_reader_valid_end(r) > n) fuzz_fail("valid_end past end of file");
         (void)sink;
+        buf_free(&rep);
         wal_reader_close(r);
     }
     free(framed);

@@ -159,6 +159,43 @@ err:
 }
 
 slice_t batch_rep(tdb_batch_t *b) { return buf_slice(&b->rep); }
+
+/* Zigzag: small signed differences as small unsigned numbers. */
+static uint64_t zigzag(int64_t d) { return ((uint64_t)d << 1) ^ (uint64_t)(d >> 63); }
+static int64_t unzigzag(uint64_t z) { return (int64_t)(z >> 1) ^ -(int64_t)(z & 1); }
+
+slice_t batch_wal_payload(tdb_batch_t *b, uint64_t *expected) {
+    uint64_t seq = dec_fixed64(b->rep.data);
+    uint32_t count = dec_fixed32(b->rep.data + 8);
+    char hdr[BATCH_WAL_SPARE];
+    char *p = enc_varint64(hdr, zigzag((int64_t)(seq - *expected)));
+    p = enc_varint32(p, count);
+    size_t k = (size_t)(p - hdr);
+    char *start = b->rep.data + BATCH_HEADER - k;
+    memcpy(start, hdr, k);
+    *expected = seq + count;
+    return slice_make(start, b->rep.size - BATCH_HEADER + k);
+}
+
+int batch_from_wal(slice_t payload, uint64_t *expected, buf_t *out) {
+    const char *p = payload.data, *limit = payload.data + payload.size;
+    uint64_t z;
+    uint32_t count;
+    if (!(p = dec_varint64(p, limit, &z)) || !(p = dec_varint32(p, limit, &count)))
+        return tdb_err(TDB_ERR_CORRUPTION, "batch: malformed header");
+    uint64_t seq = *expected + (uint64_t)unzigzag(z);
+    if (seq == 0 || seq > SEQ_MAX || count > SEQ_MAX - seq + 1)
+        return tdb_err(TDB_ERR_CORRUPTION, "batch: sequence %llu with %u entries is out of range",
+                       (unsigned long long)seq, count);
+    buf_clear(out);
+    char hdr[BATCH_HEADER] = {0};
+    enc_fixed64(hdr, seq);
+    enc_fixed32(hdr + 8, count);
+    if (buf_append(out, hdr, sizeof hdr) != TDB_OK || buf_append(out, p, (size_t)(limit - p)) != TDB_OK)
+        return tdb_err(TDB_ERR_NOMEM, "batch of %zu bytes", payload.size);
+    *expected = seq + count;
+    return TDB_OK;
+}
 void batch_set_seq(tdb_batch_t *b, uint64_t seq) { enc_fixed64(b->rep.data, seq); }
 uint32_t batch_count_raw(slice_t rep) { return rep.size >= BATCH_HEADER ? dec_fixed32(rep.data + 8) : 0; }
 uint64_t batch_user_bytes(const tdb_batch_t *b) { return b->user_bytes; }
@@ -168,7 +205,8 @@ int batch_cfs(const tdb_batch_t *b, tdb_cf_t ***cfs) {
     return b->ncfs;
 }
 
-/* Decode every entry of a batch payload (bytes may come from disk). */
+/* Decode every entry of a batch rep (bytes may come from disk, through
+ * batch_from_wal). */
 int batch_iterate(slice_t rep, batch_visit_fn fn, void *ctx) {
     if (rep.size < BATCH_HEADER) return tdb_err(TDB_ERR_CORRUPTION, "batch shorter than its header");
     uint64_t seq = dec_fixed64(rep.data);

@@ -200,6 +200,7 @@ struct tdb {
      * interval-sync thread, tdb_sync and rotation). */
     wal_writer_t *wal;
     uint64_t wal_number;
+    uint64_t wal_expected_seq; /* batch_wal_payload state of `wal` (0 when it is new) */
     atomic_bool wal_dirty; /* unsynced bytes (INTERVAL mode) */
 
     atomic_uint_fast64_t last_seq;    /* last assigned */
@@ -258,10 +259,25 @@ typedef struct batch_entry {
     slice_t key;
     slice_t value;
 } batch_entry_t;
-#define BATCH_HEADER 12
+/* A batch in memory ("rep"): fixed64 seq | fixed32 count | BATCH_WAL_SPARE
+ * bytes | entries. Its WAL payload (batch_wal_payload) is a suffix of it:
+ * the compact header varint64 zigzag(seq - expected) | varint32 count is
+ * written right-aligned into the spare bytes, then the entries. `expected`
+ * is the sequence after the previous record of the same log (seq + count),
+ * 0 for a log's first record, so a record usually spends 2 bytes on its
+ * header instead of 12. */
+#define BATCH_WAL_SPARE (VARINT64_MAX + VARINT32_MAX)
+#define BATCH_HEADER (12 + BATCH_WAL_SPARE)
 typedef int (*batch_visit_fn)(void *ctx, uint64_t seq, const batch_entry_t *e);
-/* Decode a batch payload, calling fn for each entry with its sequence. */
+/* Decode a batch rep, calling fn for each entry with its sequence. */
 int batch_iterate(slice_t rep, batch_visit_fn fn, void *ctx);
+/* The WAL payload of b (numbered already); *expected is the log's state
+ * (0 for a new log), advanced past b. The log's writer lock is held. */
+slice_t batch_wal_payload(tdb_batch_t *b, uint64_t *expected);
+/* Turn a WAL payload (bytes from disk) back into a rep in out, advancing
+ * *expected like the writer did. TDB_ERR_CORRUPTION for a malformed header
+ * or impossible sequence numbers; the entries are checked by batch_iterate. */
+int batch_from_wal(slice_t payload, uint64_t *expected, buf_t *out);
 slice_t batch_rep(tdb_batch_t *b);
 void batch_set_seq(tdb_batch_t *b, uint64_t seq);
 uint32_t batch_count_raw(slice_t rep);

@@ -57,8 +57,9 @@ static int replay_wal(tdb_t *db, uint64_t number, bool newest, version_edit_t *e
     wal_reader_t *r = NULL;
     int rc = TDB_OK;
     db_wal_name(path, sizeof path, db->path, number);
+    buf_t rep = {0};
     TRY(wal_reader_open(db->env, path, &r));
-    uint64_t records = 0;
+    uint64_t records = 0, expected = 0;
     for (;;) {
         slice_t rec;
         rc = wal_reader_next(r, &rec);
@@ -67,10 +68,10 @@ static int replay_wal(tdb_t *db, uint64_t number, bool newest, version_edit_t *e
             break;
         }
         if (rc != TDB_OK) goto err;
-        uint32_t count = batch_count_raw(rec);
-        if (rec.size < BATCH_HEADER) RAISE(TDB_ERR_CORRUPTION, "%s: record shorter than a batch header", path);
-        uint64_t seq = dec_fixed64(rec.data);
-        if (rc == TDB_OK) rc = db_apply_batch(db, rec, number);
+        rc = batch_from_wal(rec, &expected, &rep);
+        uint32_t count = batch_count_raw(buf_slice(&rep));
+        uint64_t seq = rc == TDB_OK ? dec_fixed64(rep.data) : 0;
+        if (rc == TDB_OK) rc = db_apply_batch(db, buf_slice(&rep), number);
         if (rc != TDB_OK) {
             rc = tdb_err(rc, "%s: record %llu: %s", path, (unsigned long long)records, tdb_last_error());
             goto err;
@@ -88,6 +89,7 @@ static int replay_wal(tdb_t *db, uint64_t number, bool newest, version_edit_t *e
     }
     db_log(db, TDB_LOG_INFO, "replayed %s: %llu records", path, (unsigned long long)records);
 err:
+    buf_free(&rep);
     wal_reader_close(r);
     return rc;
 }

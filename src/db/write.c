@@ -51,6 +51,7 @@ int db_rotate_wal(tdb_t *db) {
     wal_writer_t *old = db->wal;
     db->wal = nw;
     db->wal_number = number;
+    db->wal_expected_seq = 0;
     atomic_store(&db->wal_dirty, false);
     pthread_mutex_unlock(&db->wal_mu);
     if (old) wal_writer_close(old, 0);
@@ -80,6 +81,7 @@ static int resume_wal_after_nospace(tdb_t *db) {
     pthread_mutex_lock(&db->wal_mu);
     wal_writer_t *old = db->wal;
     db->wal = nw;
+    db->wal_expected_seq = 0;
     atomic_store(&db->wal_dirty, false);
     pthread_mutex_unlock(&db->wal_mu);
     wal_writer_close(old, 0);
@@ -684,7 +686,8 @@ static int write_direct(tdb_t *db, tdb_batch_t *b, tdb_cf_t **cfs, int ncfs, boo
     *queued = false;
     uint64_t first = atomic_load(&db->last_seq) + 1;
     batch_set_seq(b, first);
-    rc = wal_append_locked(db, &rep, 1, false, interval, &nospace);
+    slice_t payload = batch_wal_payload(b, &db->wal_expected_seq);
+    rc = wal_append_locked(db, &payload, 1, false, interval, &nospace);
     if (rc == TDB_OK) {
         atomic_store(&db->last_seq, first + n - 1);
         db->direct_room -= charge;
@@ -803,7 +806,8 @@ static void commit_group(tdb_t *db, writer_t *self) {
 
     /* Validate (in group order), then number the survivors. The leader is
      * the only writer, and every earlier group is applied. */
-    slice_t *payloads = rc == TDB_OK ? (slice_t *)malloc((size_t)n * sizeof *payloads) : NULL;
+    slice_t *payloads = rc == TDB_OK ? (slice_t *)malloc((size_t)n * (sizeof *payloads + sizeof(tdb_batch_t *))) : NULL;
+    tdb_batch_t **numbered = payloads ? (tdb_batch_t **)(payloads + n) : NULL;
     if (rc == TDB_OK && !payloads) rc = tdb_err(TDB_ERR_NOMEM, "write group");
     group_keys_t gk = {0};
     int np = 0;
@@ -818,7 +822,7 @@ static void commit_group(tdb_t *db, writer_t *self) {
             }
             batch_set_seq(w->batch, seq);
             seq += tdb_batch_count(w->batch);
-            payloads[np++] = batch_rep(w->batch);
+            numbered[np++] = w->batch;
             user_bytes += batch_user_bytes(w->batch);
             sync |= w->sync;
             dirty |= w->interval;
@@ -831,6 +835,7 @@ static void commit_group(tdb_t *db, writer_t *self) {
         /* wal_mu: direct writers, the interval-sync thread and tdb_sync use
          * the same writer (one thread at a time, wal.h). */
         pthread_mutex_lock(&db->wal_mu);
+        for (int i = 0; i < np; i++) payloads[i] = batch_wal_payload(numbered[i], &db->wal_expected_seq);
         rc = wal_append_locked(db, payloads, np, sync, dirty, &wal_full);
         pthread_mutex_unlock(&db->wal_mu);
         if (rc == TDB_OK) {

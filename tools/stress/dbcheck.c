@@ -107,7 +107,8 @@ static int check_wal(env_t *env, const char *path, char *detail, size_t cap, uin
         snprintf(detail, cap, "%s", tdb_last_error());
         return -1;
     }
-    uint64_t n = 0, last_seq = 0;
+    uint64_t n = 0, last_seq = 0, expected = 0;
+    buf_t b = {0};
     int result = 0;
     for (;;) {
         slice_t rec;
@@ -119,13 +120,14 @@ static int check_wal(env_t *env, const char *path, char *detail, size_t cap, uin
             break;
         }
         wal_ctx_t c = {0};
-        rc = batch_iterate(rec, count_entry, &c);
+        rc = batch_from_wal(rec, &expected, &b);
+        if (rc == TDB_OK) rc = batch_iterate(buf_slice(&b), count_entry, &c);
         if (rc != TDB_OK) {
             snprintf(detail, cap, "record %llu: %s", (unsigned long long)n, tdb_last_error());
             result = -1;
             break;
         }
-        uint64_t seq = rec.size >= 8 ? dec_fixed64(rec.data) : 0;
+        uint64_t seq = dec_fixed64(b.data);
         if (c.entries && seq <= last_seq) {
             snprintf(detail, cap, "record %llu: sequence %llu after %llu", (unsigned long long)n,
                      (unsigned long long)seq, (unsigned long long)last_seq);
@@ -140,6 +142,7 @@ static int check_wal(env_t *env, const char *path, char *detail, size_t cap, uin
         result = 1;
     }
     *records = n;
+    buf_free(&b);
     wal_reader_close(r);
     return result;
 }
