@@ -42,6 +42,7 @@
 
 #include "util/checksum.h"
 #include "util/coding.h"
+#include "util/mutex.h"
 
 #define CACHE_HASH_SEED 0x63616368655f7464ull /* "cache_td" */
 #define INITIAL_SLOTS 32
@@ -220,23 +221,6 @@ static size_t shard_capacity(const lru_cache_t *c, size_t total, int i) {
     return total / n + ((size_t)i < total % n ? 1 : 0);
 }
 
-/* Initialise a shard mutex. Critical sections are a few cache misses long:
- * where available the mutex spins briefly before sleeping, since a futex
- * sleep and wake-up cost far more than waiting out the holder (they were
- * 12% of a two-thread random-seek profile). */
-static int shard_mutex_init(pthread_mutex_t *mu) {
-#if defined(__GLIBC__) && defined(PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP)
-    pthread_mutexattr_t a;
-    if (pthread_mutexattr_init(&a) != 0) return -1;
-    int rc = pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
-    if (rc == 0) rc = pthread_mutex_init(mu, &a);
-    pthread_mutexattr_destroy(&a);
-    return rc;
-#else
-    return pthread_mutex_init(mu, NULL);
-#endif
-}
-
 /* Create a cache of `capacity` charge units over 2^num_shard_bits shards. */
 lru_cache_t *lru_cache_create(size_t capacity, int num_shard_bits, lru_deleter_fn deleter, void *ctx) {
     if (num_shard_bits < 0 || num_shard_bits > 8) return NULL;
@@ -252,7 +236,7 @@ lru_cache_t *lru_cache_create(size_t capacity, int num_shard_bits, lru_deleter_f
     for (int i = 0; i < c->nshards; i++) {
         shard_t *s = &c->shards[i];
         s->slots = (slot_t *)calloc(INITIAL_SLOTS, sizeof(slot_t));
-        if (!s->slots || shard_mutex_init(&s->mu) != 0) {
+        if (!s->slots || tdb_mutex_init_short(&s->mu) != 0) {
             free(s->slots);
             s->slots = NULL;
             for (int j = 0; j < i; j++) {

@@ -18,6 +18,7 @@
 #include "db/db.h"
 #include "db/db_impl.h"
 #include "sst/sst.h"
+#include "util/mutex.h"
 #include <unistd.h>
 
 /* Parse a data file name "<digits>.<ext>" into its number; 1 on success. */
@@ -315,9 +316,10 @@ int tdb_open_env(const char *path, const tdb_config_t *cfg, env_t *env, tdb_t **
     atomic_init(&db->keep_files, true);
     pthread_mutex_init(&db->manifest_mu, NULL);
     pthread_mutex_init(&db->mu, NULL);
-    pthread_mutex_init(&db->sv_mu, NULL);
-    pthread_mutex_init(&db->wal_mu, NULL);
-    pthread_mutex_init(&db->pub_mu, NULL);
+    /* Held for short sections by readers and direct writers: adaptive. */
+    tdb_mutex_init_short(&db->sv_mu);
+    tdb_mutex_init_short(&db->wal_mu);
+    tdb_mutex_init_short(&db->pub_mu);
     pthread_cond_init(&db->pub_cv, NULL);
     pthread_cond_init(&db->bg_cv, NULL);
     pthread_cond_init(&db->done_cv, NULL);

@@ -4,6 +4,8 @@
  */
 #include "sst/block_pool.h"
 
+#include "util/mutex.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -43,7 +45,7 @@ static _Atomic size_t g_kept;
 static _Atomic unsigned long long g_reused, g_allocated, g_freed;
 
 static void pool_init(void) {
-    for (size_t i = 0; i < POOL_CLASSES; i++) pthread_mutex_init(&g_classes[i].mu, NULL);
+    for (size_t i = 0; i < POOL_CLASSES; i++) tdb_mutex_init_short(&g_classes[i].mu);
 }
 
 /* Class index of a capacity (cap a multiple of POOL_CLASS_BYTES). */
