@@ -60,6 +60,18 @@ static int batch_note_cf(tdb_batch_t *b, tdb_cf_t *cf) {
     return TDB_OK;
 }
 
+/* An entry starts with its type byte; the family id (varint) follows
+ * unless the byte carries BATCH_DEFAULT_CF (family 0, the usual case: one
+ * byte less per entry in the WAL). */
+#define BATCH_DEFAULT_CF 0x40u
+
+static int put_type_and_cf(buf_t *rep, unsigned type, uint32_t cf_id) {
+    char t = (char)(cf_id == 0 ? type | BATCH_DEFAULT_CF : type);
+    int rc = buf_append(rep, &t, 1);
+    if (rc == TDB_OK && cf_id != 0) rc = put_varint32(rep, cf_id);
+    return rc;
+}
+
 /* Validate and append one entry. */
 static int batch_add(tdb_batch_t *b, unsigned type, tdb_cf_t *cf, const void *key, size_t klen,
                      const void *val, size_t vlen, int64_t ttl) {
@@ -76,10 +88,8 @@ static int batch_add(tdb_batch_t *b, unsigned type, tdb_cf_t *cf, const void *ke
     int rc = TDB_OK;
     size_t mark = b->rep.size;
     if (ttl > 0 && type == KT_PUT) type = KT_PUT_TTL;
-    char t = (char)type;
     TRY(batch_note_cf(b, cf));
-    TRY(buf_append(&b->rep, &t, 1));
-    TRY(put_varint32(&b->rep, cf->id));
+    TRY(put_type_and_cf(&b->rep, type, cf->id));
     TRY(put_lenprefixed(&b->rep, slice_make(key, klen)));
     if (type == KT_PUT || type == KT_RANGE_DELETE) { /* a range delete's value is its end key */
         TRY(put_lenprefixed(&b->rep, slice_make(val, vlen)));
@@ -144,10 +154,8 @@ int tdb_single_delete(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen) {
 int batch_add_raw(tdb_batch_t *b, tdb_cf_t *cf, unsigned type, slice_t key, slice_t value) {
     int rc = TDB_OK;
     size_t mark = b->rep.size;
-    char t = (char)type;
     TRY(batch_note_cf(b, cf));
-    TRY(buf_append(&b->rep, &t, 1));
-    TRY(put_varint32(&b->rep, cf->id));
+    TRY(put_type_and_cf(&b->rep, type, cf->id));
     TRY(put_lenprefixed(&b->rep, key));
     if (kt_is_value(type) || type == KT_RANGE_DELETE) TRY(put_lenprefixed(&b->rep, value));
     enc_fixed32(b->rep.data + 8, dec_fixed32(b->rep.data + 8) + 1);
@@ -216,8 +224,13 @@ int batch_iterate(slice_t rep, batch_visit_fn fn, void *ctx) {
         batch_entry_t e;
         if (p >= limit) return tdb_err(TDB_ERR_CORRUPTION, "batch: %u entries declared, %u present", count, i);
         e.type = (unsigned char)*p++;
-        if (!(p = dec_varint32(p, limit, &e.cf_id)) || !(p = dec_lenprefixed(p, limit, &e.key)))
+        e.cf_id = 0;
+        if (e.type & BATCH_DEFAULT_CF) {
+            e.type &= ~BATCH_DEFAULT_CF;
+        } else if (!(p = dec_varint32(p, limit, &e.cf_id))) {
             return tdb_err(TDB_ERR_CORRUPTION, "batch: malformed entry %u", i);
+        }
+        if (!(p = dec_lenprefixed(p, limit, &e.key))) return tdb_err(TDB_ERR_CORRUPTION, "batch: malformed entry %u", i);
         e.value = slice_make(NULL, 0);
         if (e.type == KT_PUT || e.type == KT_PUT_TTL || e.type == KT_RANGE_DELETE) {
             if (!(p = dec_lenprefixed(p, limit, &e.value)))
