@@ -18,6 +18,14 @@
 #include "testutil.h"
 #include "tidesdb/tidesdb.h"
 
+extern "C" {
+#include "env/env.h"
+#include "util/checksum.h"
+#include "util/coding.h"
+#include "util/ikey.h"
+#include "wal/wal.h"
+}
+
 using tdbtest::Key;
 using tdbtest::TempDir;
 using tdbtest::Value;
@@ -410,6 +418,75 @@ TEST_F(DbTest, WalRecordsCarryACompactHeaderAndReplay) {
     ASSERT_EQ(tdb_get_stats(db_, cf_, &after), TDB_OK);
     EXPECT_EQ(after.last_sequence, before.last_sequence);
     EXPECT_EQ(after.last_sequence, (uint64_t)n * 4 + 3 * (n / 50) * 20);
+}
+
+// A database last written before the compact batch header (MANIFEST format
+// 2, WAL payloads beginning with fixed64 seq | fixed32 count) still opens
+// with every acknowledged write, and is then rewritten in the new format.
+TEST_F(DbTest, WalOfTheFixedHeaderFormatReplays) {
+    ASSERT_EQ(tdb_close(db_), TDB_OK);
+    db_ = nullptr;
+    namespace fs = std::filesystem;
+    std::string log;
+    for (auto &e : fs::directory_iterator(dir_.path()))
+        if (e.path().extension() == ".log" && (log.empty() || e.path().string() > log)) log = e.path().string();
+    ASSERT_FALSE(log.empty());
+    // The old WAL: two records, the second with an entry of family 0 given
+    // by an explicit id byte (the old entry layout).
+    auto entry = [](const std::string &k, const std::string &v) {
+        std::string e(1, (char)KT_PUT);
+        char t[16];
+        e.append(t, (size_t)(enc_varint32(t, 0) - t));
+        e.append(t, (size_t)(enc_varint32(t, (uint32_t)k.size()) - t));
+        e += k;
+        e.append(t, (size_t)(enc_varint32(t, (uint32_t)v.size()) - t));
+        return e + v;
+    };
+    auto record = [](uint64_t seq, uint32_t count, const std::string &entries) {
+        char h[12];
+        enc_fixed64(h, seq);
+        enc_fixed32(h + 8, count);
+        return std::string(h, 12) + entries;
+    };
+    std::string r1 = record(1, 2, entry("old-a", "1") + entry("old-b", "2"));
+    std::string r2 = record(3, 1, entry("old-c", "3"));
+    wal_writer_t *w = nullptr;
+    ASSERT_EQ(wal_writer_open(env_posix(), log.c_str(), &w), TDB_OK) << tdb_last_error();
+    slice_t recs[2] = {slice_make(r1.data(), r1.size()), slice_make(r2.data(), r2.size())};
+    ASSERT_EQ(wal_writer_add(w, recs, 2), TDB_OK);
+    ASSERT_EQ(wal_writer_close(w, 1), TDB_OK);
+    // MANIFEST format 3 -> 2, resealed.
+    std::string man_path = dir_.path() + "/MANIFEST";
+    std::string man;
+    {
+        std::ifstream in(man_path, std::ios::binary);
+        man.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    ASSERT_GT(man.size(), 16u);
+    ASSERT_EQ(3u, dec_fixed32(man.data() + 8));
+    enc_fixed32(&man[8], 2);
+    enc_fixed32(&man[man.size() - 4], tdb_checksum(man.data(), man.size() - 4));
+    {
+        std::ofstream out(man_path, std::ios::binary | std::ios::trunc);
+        out.write(man.data(), (std::streamsize)man.size());
+    }
+    Open();
+    EXPECT_EQ(Get("old-a"), "1");
+    EXPECT_EQ(Get("old-b"), "2");
+    EXPECT_EQ(Get("old-c"), "3");
+    tdb_stats_t st;
+    ASSERT_EQ(tdb_get_stats(db_, cf_, &st), TDB_OK);
+    EXPECT_EQ(st.last_sequence, 3u);
+    ASSERT_EQ(Put("new-d", "4"), TDB_OK);
+    Reopen();  // now format 3 with a compact-header WAL
+    {
+        std::ifstream in(man_path, std::ios::binary);
+        man.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    EXPECT_EQ(3u, dec_fixed32(man.data() + 8));
+    EXPECT_EQ(Get("old-a"), "1");
+    EXPECT_EQ(Get("old-c"), "3");
+    EXPECT_EQ(Get("new-d"), "4");
 }
 
 TEST_F(DbTest, StatsCountCacheAndLevels) {

@@ -259,6 +259,7 @@ TEST(Manifest, RoundTrip) {
     std::string enc = Encode(&m);
     ASSERT_EQ(TDB_OK, Decode(enc, &d)) << tdb_last_error();
     ExpectSameManifest(&m, &d);
+    EXPECT_EQ(3u, d.format);  // written: the compact-WAL-header format
     // Level order survives: level 1 newest first, level 2 sorted.
     EXPECT_EQ(11u, version_file(d.cfs[0].version, 1, 0)->number);
     EXPECT_EQ(10u, version_file(d.cfs[0].version, 1, 1)->number);
@@ -398,6 +399,7 @@ TEST(Manifest, CraftedValidSealsAccepted) {
     EXPECT_EQ(1, version_num_files(d.cfs[0].version, 2));
     EXPECT_EQ(1, version_num_files(d.cfs[1].version, 3));
     EXPECT_EQ(0u, version_file(d.cfs[1].version, 3, 0)->num_range_deletes);  // format 1: none
+    EXPECT_EQ(1u, d.format);
     EXPECT_EQ(0.01, d.cfs[0].config.bloom_fpr);
     manifest_free(&d);
 
@@ -416,7 +418,7 @@ TEST(Manifest, InconsistenciesAreCorruption) {
     };
     std::vector<Case> cases = {
         {"bad magic", [](Raw &r) { r.header(10, 100, 1, 0); r.b[0] = 'X'; }},
-        {"bad format", [](Raw &r) { r.header(10, 100, 1, 0); r.b[8] = 3; }},
+        {"bad format", [](Raw &r) { r.header(10, 100, 1, 0); r.b[8] = 4; }},
         {"format 0", [](Raw &r) { r.header(10, 100, 1, 0); r.b[8] = 0; }},
         {"cf id >= next", [](Raw &r) { r.header(10, 100, 1, 1); r.cf(1, "a", 0); }},
         {"dup cf id", [](Raw &r) { r.header(10, 100, 5, 2); r.cf(1, "a", 0); r.cf(1, "b", 0); }},

@@ -213,6 +213,16 @@ int batch_cfs(const tdb_batch_t *b, tdb_cf_t ***cfs) {
     return b->ncfs;
 }
 
+int batch_from_wal_fixed(slice_t payload, buf_t *out) {
+    if (payload.size < 12) return tdb_err(TDB_ERR_CORRUPTION, "batch shorter than its header");
+    buf_clear(out);
+    char spare[BATCH_WAL_SPARE] = {0};
+    if (buf_append(out, payload.data, 12) != TDB_OK || buf_append(out, spare, sizeof spare) != TDB_OK ||
+        buf_append(out, payload.data + 12, payload.size - 12) != TDB_OK)
+        return tdb_err(TDB_ERR_NOMEM, "batch of %zu bytes", payload.size);
+    return TDB_OK;
+}
+
 /* Decode every entry of a batch rep (bytes may come from disk, through
  * batch_from_wal). */
 int batch_iterate(slice_t rep, batch_visit_fn fn, void *ctx) {

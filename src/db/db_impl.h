@@ -278,6 +278,9 @@ slice_t batch_wal_payload(tdb_batch_t *b, uint64_t *expected);
  * *expected like the writer did. TDB_ERR_CORRUPTION for a malformed header
  * or impossible sequence numbers; the entries are checked by batch_iterate. */
 int batch_from_wal(slice_t payload, uint64_t *expected, buf_t *out);
+/* The same for a WAL written under manifest format <= 2, whose payloads
+ * begin with the fixed 12-byte header. */
+int batch_from_wal_fixed(slice_t payload, buf_t *out);
 slice_t batch_rep(tdb_batch_t *b);
 void batch_set_seq(tdb_batch_t *b, uint64_t seq);
 uint32_t batch_count_raw(slice_t rep);

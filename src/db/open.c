@@ -53,7 +53,7 @@ static int flush_recovered(tdb_t *db, version_edit_t *edits, bool force) {
 }
 
 /* Replay one WAL file into the memtables. */
-static int replay_wal(tdb_t *db, uint64_t number, bool newest, version_edit_t *edits) {
+static int replay_wal(tdb_t *db, uint64_t number, bool newest, bool fixed_header, version_edit_t *edits) {
     char path[4096];
     wal_reader_t *r = NULL;
     int rc = TDB_OK;
@@ -69,7 +69,7 @@ static int replay_wal(tdb_t *db, uint64_t number, bool newest, version_edit_t *e
             break;
         }
         if (rc != TDB_OK) goto err;
-        rc = batch_from_wal(rec, &expected, &rep);
+        rc = fixed_header ? batch_from_wal_fixed(rec, &rep) : batch_from_wal(rec, &expected, &rep);
         uint32_t count = batch_count_raw(buf_slice(&rep));
         uint64_t seq = rc == TDB_OK ? dec_fixed64(rep.data) : 0;
         if (rc == TDB_OK) rc = db_apply_batch(db, buf_slice(&rep), number);
@@ -200,7 +200,10 @@ int db_recover(tdb_t *db, bool *created) {
     if (!edits) RAISE(TDB_ERR_NOMEM, "recovery");
     size_t first = 0;
     while (first < nwals && wals[first] < min_log) first++;
-    for (size_t i = first; i < nwals; i++) TRY(replay_wal(db, wals[i], i + 1 == nwals, edits));
+    /* A database last written with manifest format <= 2 has WAL records
+     * with the fixed batch header (version/manifest.h). */
+    bool fixed_header = !*created && m.format < 3;
+    for (size_t i = first; i < nwals; i++) TRY(replay_wal(db, wals[i], i + 1 == nwals, fixed_header, edits));
     TRY(flush_recovered(db, edits, true));
     for (uint32_t i = 0; i < db->ncf_slots; i++) {
         tdb_cf_t *cf = db->cfs[i];

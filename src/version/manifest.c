@@ -16,7 +16,7 @@
 
 #define MANIFEST_MAGIC "TDBMANIF"
 #define MANIFEST_MAGIC_LEN 8
-#define MANIFEST_FORMAT 2     /* written; 1 (no num_range_deletes) is still read */
+#define MANIFEST_FORMAT 3     /* written; 1 and 2 are still read (manifest.h) */
 #define MANIFEST_FORMAT_MIN 1
 #define MANIFEST_HEADER (MANIFEST_MAGIC_LEN + 4)
 #define MANIFEST_MIN_CF_BYTES 32   /* smallest possible encoded family */
@@ -233,6 +233,7 @@ int manifest_decode(slice_t data, manifest_t *out, file_obsolete_fn fn, void *ct
     uint32_t format = dec_fixed32(data.data + MANIFEST_MAGIC_LEN);
     if (format < MANIFEST_FORMAT_MIN || format > MANIFEST_FORMAT)
         RAISE(TDB_ERR_CORRUPTION, "manifest: unknown format version %u", format);
+    m.format = format;
 
     cursor_t c = {data.data + MANIFEST_HEADER, data.data + data.size - 4};
     uint32_t ncf;

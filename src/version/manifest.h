@@ -6,7 +6,12 @@
  *
  * Format (all integers little-endian; docs/design/version.md):
  *
- *   magic "TDBMANIF" (8) | fixed32 format version (2) | body | fixed32 checksum
+ *   magic "TDBMANIF" (8) | fixed32 format version (3) | body | fixed32 checksum
+ *
+ *   Format 3 has the body of format 2 and says that the database's WAL
+ *   records carry batches with the compact header (docs/design/db.md);
+ *   under format 1 or 2 they carry the fixed 12-byte header, and recovery
+ *   reads them so (the reopen then writes format 3).
  *
  *   body = varint64 next_file_number | varint64 last_sequence |
  *          varint32 next_cf_id | varint32 ncf | cf*
@@ -66,6 +71,7 @@ typedef struct manifest {
     uint32_t next_cf_id;
     int ncf;
     manifest_cf_t *cfs; /* malloc'd array of ncf */
+    uint32_t format;    /* as read by decode; encode always writes the current one */
 } manifest_t;
 
 /* Serialize m into out (appending). */
