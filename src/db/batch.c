@@ -185,6 +185,17 @@ slice_t batch_wal_payload(tdb_batch_t *b, uint64_t *expected) {
     return slice_make(start, b->rep.size - BATCH_HEADER + k);
 }
 
+/* A rep in out: the in-memory header for (seq, count), then the entries. */
+static int rep_build(buf_t *out, uint64_t seq, uint32_t count, slice_t entries) {
+    buf_clear(out);
+    char hdr[BATCH_HEADER] = {0};
+    enc_fixed64(hdr, seq);
+    enc_fixed32(hdr + 8, count);
+    if (buf_append(out, hdr, sizeof hdr) != TDB_OK || buf_append(out, entries.data, entries.size) != TDB_OK)
+        return tdb_err(TDB_ERR_NOMEM, "batch of %zu bytes", entries.size);
+    return TDB_OK;
+}
+
 int batch_from_wal(slice_t payload, uint64_t *expected, buf_t *out) {
     const char *p = payload.data, *limit = payload.data + payload.size;
     uint64_t z;
@@ -195,14 +206,9 @@ int batch_from_wal(slice_t payload, uint64_t *expected, buf_t *out) {
     if (seq == 0 || seq > SEQ_MAX || count > SEQ_MAX - seq + 1)
         return tdb_err(TDB_ERR_CORRUPTION, "batch: sequence %llu with %u entries is out of range",
                        (unsigned long long)seq, count);
-    buf_clear(out);
-    char hdr[BATCH_HEADER] = {0};
-    enc_fixed64(hdr, seq);
-    enc_fixed32(hdr + 8, count);
-    if (buf_append(out, hdr, sizeof hdr) != TDB_OK || buf_append(out, p, (size_t)(limit - p)) != TDB_OK)
-        return tdb_err(TDB_ERR_NOMEM, "batch of %zu bytes", payload.size);
-    *expected = seq + count;
-    return TDB_OK;
+    int rc = rep_build(out, seq, count, slice_make(p, (size_t)(limit - p)));
+    if (rc == TDB_OK) *expected = seq + count;
+    return rc;
 }
 void batch_set_seq(tdb_batch_t *b, uint64_t seq) { enc_fixed64(b->rep.data, seq); }
 uint32_t batch_count_raw(slice_t rep) { return rep.size >= BATCH_HEADER ? dec_fixed32(rep.data + 8) : 0; }
@@ -215,12 +221,8 @@ int batch_cfs(const tdb_batch_t *b, tdb_cf_t ***cfs) {
 
 int batch_from_wal_fixed(slice_t payload, buf_t *out) {
     if (payload.size < 12) return tdb_err(TDB_ERR_CORRUPTION, "batch shorter than its header");
-    buf_clear(out);
-    char spare[BATCH_WAL_SPARE] = {0};
-    if (buf_append(out, payload.data, 12) != TDB_OK || buf_append(out, spare, sizeof spare) != TDB_OK ||
-        buf_append(out, payload.data + 12, payload.size - 12) != TDB_OK)
-        return tdb_err(TDB_ERR_NOMEM, "batch of %zu bytes", payload.size);
-    return TDB_OK;
+    return rep_build(out, dec_fixed64(payload.data), dec_fixed32(payload.data + 8),
+                     slice_make(payload.data + 12, payload.size - 12));
 }
 
 /* Decode every entry of a batch rep (bytes may come from disk, through

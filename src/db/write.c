@@ -308,6 +308,9 @@ static void cpu_pause(void) {
  * it true calls direct_wake afterwards. Waiter: count, then check (under
  * pub_mu); waker: change, then read the count (all seq_cst), so one of the
  * two sees the other. */
+/* The process's monotonic clock, not env->now_micros: an embedder's env
+ * may supply any clock (a test env's stands still), and a spin bounded by
+ * it might never end. */
 static uint64_t mono_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);

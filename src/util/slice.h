@@ -24,7 +24,7 @@ static inline slice_t slice_make(const void *d, size_t n) {
 
 /* Bytewise three-way comparison, shorter prefix first. */
 static inline int slice_compare(slice_t a, slice_t b) {
-    size_t n = a.size < b.size ? a.size : b.size;
+    size_t n = a.size < b.size ? a.size : b.size, i = 0;
     if (n >= 8) { /* most keys differ in their first 8 bytes: no call */
         uint64_t x, y;
         memcpy(&x, a.data, 8);
@@ -36,8 +36,9 @@ static inline int slice_compare(slice_t a, slice_t b) {
 #endif
             return x < y ? -1 : 1;
         }
+        i = 8; /* equal so far: memcmp only the rest */
     }
-    int r = n ? memcmp(a.data, b.data, n) : 0;
+    int r = n > i ? memcmp(a.data + i, b.data + i, n - i) : 0;
     if (r == 0) r = (a.size < b.size) ? -1 : (a.size > b.size);
     return r;
 }
