@@ -891,6 +891,61 @@ TEST(CompactionPick, TrivialMoveRules) {
     version_unref(v);
 }
 
+// A trivial move sinks past every lower level where nothing overlaps it (no
+// file, no running compaction's output), so a sequential load lands at the
+// bottom instead of waiting in the base level to be rewritten.
+TEST(CompactionPick, TrivialMoveSinksToTheDeepestFreeLevel) {
+    compaction_opts_t o = DynOpts();
+    // Level 1: four disjoint files spanning [a, gz]; the base is level 6
+    // (bottom 100000 -> target 10000).
+    auto shape = [](const std::string &l6lo, const std::string &l6hi, const std::string &l7lo) {
+        Shape s;
+        for (int i = 0; i < 4; i++) {
+            std::string k(1, (char)('a' + 2 * i));
+            s.files.push_back({1, Meta((uint64_t)(1 + i), k, k + "z", 10, 10, 0, (uint64_t)(10 + i))});
+        }
+        s.files.push_back({6, Meta(20, l6lo, l6hi, 100)});
+        s.files.push_back({kLast, Meta(30, l7lo, "z", 100000)});
+        return s;
+    };
+    auto pick_in = [&](version_t *v, compaction_state_t *st, int want_out) {
+        ASSERT_EQ(6, TargetsOf(v, o).base);
+        compaction_t *c = compaction_pick(v, &o, st);
+        ASSERT_NE(nullptr, c);
+        EXPECT_EQ(1, c->level);
+        EXPECT_EQ(1, c->trivial_move);
+        EXPECT_EQ(want_out, c->output_level);
+        version_edit_t e;
+        memset(&e, 0, sizeof e);
+        ASSERT_EQ(TDB_OK, compaction_move(c, &e));
+        ASSERT_EQ(4, e.n_add);
+        for (int i = 0; i < e.n_add; i++) EXPECT_EQ(want_out, e.add[i].level);
+        version_edit_free(&e);
+        compaction_release(st, c);
+    };
+    auto pick = [&](Shape sh, int want_out) {
+        version_t *v = sh.Build();
+        pick_in(v, nullptr, want_out);
+        version_unref(v);
+    };
+    pick(shape("m", "n", "p"), kLast);  // nothing below overlaps: the bottom
+    pick(shape("m", "n", "b"), 6);      // the bottom covers [b, z]: stays in the base
+    // Nothing in the bottom overlaps, but a running compaction writes
+    // [0, y] into it (all of level 6: "0"-"1" and "x"-"y").
+    Shape sh = shape("0", "1", "za");
+    sh.files.push_back({6, Meta(21, "x", "y", 100)});
+    version_t *v = sh.Build();
+    compaction_state_t *st = compaction_state_create();
+    compaction_t *run = compaction_pick_level(v, 6, &o, st);
+    ASSERT_NE(nullptr, run);
+    ASSERT_EQ(kLast, run->output_level);
+    pick_in(v, st, 6);
+    compaction_release(st, run);
+    pick_in(v, st, kLast);  // once it finished, the way down is free
+    compaction_state_free(st);
+    version_unref(v);
+}
+
 TEST(CompactionPick, TrivialMoveKeepsTheFile) {
     compaction_opts_t o = DynOpts();
     Obsolete obs;

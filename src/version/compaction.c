@@ -173,6 +173,23 @@ static int can_move(const compaction_t *c) {
     return ok;
 }
 
+/* A trivial move lands as deep as it can: past each level below its output
+ * where no file overlaps r and no running compaction writes into r. Data in
+ * those levels is older than the moved files and none of it covers r, so
+ * nothing is shadowed wrongly; a file that would only sit in a middle level
+ * to be rewritten by the next compaction into it goes where it would end. */
+static void sink_move(compaction_t *c, version_t *v, const compaction_state_t *s, urange_t r) {
+    for (int l = c->output_level + 1; l < TDB_MAX_LEVELS; l++) {
+        for (int i = 0; i < version_num_files(v, l); i++)
+            if (file_overlaps(version_file(v, l, i), r)) return;
+        for (int i = 0; s && i < s->n; i++) {
+            urange_t rr = {s->run[i]->smallest, s->run[i]->largest};
+            if (s->run[i]->output_level == l && ranges_overlap(r, rr)) return;
+        }
+        c->output_level = l;
+    }
+}
+
 /* Compute c's range; refuse it (freed, NULL) if it conflicts with s;
  * otherwise fill in bottommost and trivial_move, register it in s and mark
  * its inputs. */
@@ -192,6 +209,7 @@ static compaction_t *compaction_finish(compaction_t *c, version_t *v, const comp
                 break;
             }
     c->trivial_move = o && o->allow_trivial_move && can_move(c);
+    if (c->trivial_move) sink_move(c, v, s, r);
     if (s && !state_add(s, c)) goto fail;
     for (int k = 0; k < 2; k++)
         for (int i = 0; i < c->nin[k]; i++) c->in[k][i]->being_compacted = 1;

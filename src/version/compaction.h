@@ -57,8 +57,12 @@
  * bottommost position or has no deletions, point or range (nothing a
  * rewrite would drop; shadowed versions and expired TTL values simply
  * stay), is marked
- * trivial_move: compaction_move records "delete at level, add the same
- * file_meta at output_level" and writes nothing. The file stays referenced
+ * trivial_move, and its output level sinks past every deeper level where
+ * no file overlaps its range and no running compaction writes into that
+ * range (a sequential load goes straight to the bottom instead of waiting
+ * in the base level for the next level-1 compaction to rewrite it).
+ * compaction_move records "delete at level, add the same file_meta at
+ * output_level" and writes nothing. The file stays referenced
  * throughout, so its obsolete callback does not fire.
  *
  * Concurrency (compaction_state_t). The db keeps one registry per family of
