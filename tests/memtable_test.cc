@@ -402,6 +402,102 @@ TEST(Memtable, HintedInsertsInAnyOrderMatchReference) {
     memtable_unref(m);
 }
 
+// memtable_add_sorted (the lanes of skiplist_insert_sorted) must build the
+// same list as one add per entry: runs of every size around the lane
+// thresholds, several versions of a key, deletes and range tombstones,
+// several threads inserting sorted runs at once with one plain inserter.
+TEST(Memtable, SortedRunsInLanesMatchReference) {
+    memtable_t *m = memtable_create();
+    const int kThreads = 3;
+    const size_t kSizes[] = {1, 2, 31, 32, 33, 63, 64, 127, 128, 129, 130, 500, 1000, 4097};
+    std::vector<std::thread> th;
+    std::atomic<int> failures{0};
+    std::atomic<uint64_t> deletes{0}, range_dels{0};
+    std::vector<std::vector<std::string>> refs(kThreads + 1);
+    std::atomic<uint64_t> next_seq{1};
+    for (int t = 0; t < kThreads; t++) {
+        th.emplace_back([&, t] {
+            std::mt19937_64 rng(911 + t);
+            for (int round = 0; round < 3; round++) {
+                for (size_t n : kSizes) {
+                    uint64_t seq0 = next_seq.fetch_add(n);
+                    std::vector<std::pair<std::string, uint64_t>> keys;
+                    for (size_t i = 0; i < n; i++) {
+                        uint64_t id = rng() % 50000;
+                        if (i > 0 && rng() % 8 == 0) id = std::stoull(keys.back().first.substr(1));  // same key again
+                        keys.push_back({tdbtest::Key(id), seq0 + i});
+                    }
+                    std::sort(keys.begin(), keys.end(), [](const auto &a, const auto &b) {
+                        return a.first != b.first ? a.first < b.first : a.second > b.second;  // newest first
+                    });
+                    std::vector<memtable_item_t> items(n);
+                    std::vector<std::string> vals(n);
+                    for (size_t i = 0; i < n; i++) {
+                        unsigned type = keys[i].second % 17 == 0 ? KT_DELETE : keys[i].second % 101 == 0 ? KT_RANGE_DELETE : KT_PUT;
+                        vals[i] = type == KT_PUT ? ValueFor(keys[i].first, keys[i].second) : type == KT_RANGE_DELETE ? keys[i].first + "~" : "";
+                        items[i] = {keys[i].second, type, Sl(keys[i].first), Sl(vals[i])};
+                        if (type == KT_DELETE) deletes++;
+                        if (type == KT_RANGE_DELETE) range_dels++;
+                        refs[t].push_back(IKey(keys[i].first, keys[i].second, type));  // tombstones are entries too
+                    }
+                    if (memtable_add_sorted(m, items.data(), n) != TDB_OK) failures++;
+                }
+            }
+        });
+    }
+    th.emplace_back([&] { /* plain random puts meanwhile */
+        std::mt19937_64 rng(3);
+        for (int i = 0; i < 20000; i++) {
+            uint64_t seq = next_seq.fetch_add(1);
+            std::string u = tdbtest::Key(rng() % 50000);
+            if (memtable_add(m, seq, KT_PUT, Sl(u), Sl(ValueFor(u, seq))) != TDB_OK) failures++;
+            refs[kThreads].push_back(IKey(u, seq, KT_PUT));
+        }
+    });
+    for (auto &x : th) x.join();
+    ASSERT_EQ(failures.load(), 0);
+    std::vector<std::string> ref;
+    for (auto &r : refs) ref.insert(ref.end(), r.begin(), r.end());
+    std::sort(ref.begin(), ref.end(), IkeyLess);
+    EXPECT_EQ(memtable_num_entries(m), (uint64_t)ref.size());
+    EXPECT_EQ(memtable_num_deletes(m), deletes.load());
+    EXPECT_EQ(memtable_num_range_deletes(m), range_dels.load());
+    ASSERT_GT(range_dels.load(), 0u);
+    iter_t *it = memtable_iter(m);
+    size_t i = 0;
+    for (iter_seek_to_first(it); iter_valid(it); iter_next(it), i++) {
+        ASSERT_LT(i, ref.size());
+        ASSERT_EQ(Str(iter_key(it)), ref[i]);
+        slice_t k = Sl(ref[i]);
+        if (ikey_type(k) == KT_PUT) {
+            ASSERT_EQ(Str(iter_value(it)), ValueFor(Str(ikey_user(k)), ikey_seq(k)));
+        } else if (ikey_type(k) == KT_RANGE_DELETE) {
+            ASSERT_EQ(Str(iter_value(it)), Str(ikey_user(k)) + "~");
+        }
+    }
+    EXPECT_EQ(i, ref.size());
+    for (iter_seek_to_last(it); iter_valid(it); iter_prev(it)) ASSERT_EQ(Str(iter_key(it)), ref[--i]);
+    EXPECT_EQ(i, 0u);
+    iter_destroy(it);
+    memtable_unref(m);
+}
+
+// A bad entry in a sorted run: the entries before it are in, the error is
+// returned, nothing after it is added.
+TEST(Memtable, SortedRunStopsAtABadEntry) {
+    memtable_t *m = memtable_create();
+    std::vector<std::string> keys;
+    for (int i = 0; i < 100; i++) keys.push_back(tdbtest::Key((uint64_t)i));
+    std::vector<memtable_item_t> items(100);
+    for (int i = 0; i < 100; i++) items[i] = {(uint64_t)(i + 1), KT_PUT, Sl(keys[i]), Sl(keys[i])};
+    items[70].type = 0x80;
+    EXPECT_EQ(TDB_ERR_INVALID_ARG, memtable_add_sorted(m, items.data(), items.size()));
+    EXPECT_EQ(70u, memtable_num_entries(m));
+    for (int i = 0; i < 100; i++) EXPECT_EQ(i < 70 ? 1 : 0, Get(m, keys[i], SEQ_MAX).found) << i;
+    EXPECT_EQ(TDB_OK, memtable_add_sorted(m, items.data(), 0));
+    memtable_unref(m);
+}
+
 TEST(Memtable, ReadersStayConsistentWhileWritersInsert) {
     memtable_t *m = memtable_create();
     const int kWriters = 2, kPer = 40000;

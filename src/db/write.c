@@ -117,14 +117,15 @@ err:
  * inserted in batch order through the memtable's serial hint (sequential
  * keys skip the skip-list descent): only the write leader and recovery
  * apply such batches, one at a time. A larger batch is decoded whole,
- * sorted by (family, key, newest first) and inserted through one hint per
- * family, so neighbouring keys share most of the descent; its own writer
+ * sorted by (family, key, newest first) and each family's run inserted
+ * whole (memtable_add_sorted: lanes of climbing splices whose cache misses
+ * overlap); its own writer
  * thread may insert it in parallel with the leader (apply_group). */
 #define SMALL_BATCH_ENTRIES 16
 
 typedef struct sort_item {
-    batch_entry_t e;
-    uint64_t seq;
+    memtable_item_t it;
+    uint32_t cf_id;
 } sort_item_t;
 
 typedef struct apply_ctx {
@@ -174,18 +175,22 @@ static int apply_entry(void *arg, uint64_t seq, const batch_entry_t *e) {
 /* Sorted apply, pass 1: collect the decoded entries. */
 static int collect_entry(void *arg, uint64_t seq, const batch_entry_t *e) {
     apply_ctx_t *c = (apply_ctx_t *)arg;
-    c->v[c->n].e = *e;
-    c->v[c->n++].seq = seq;
+    sort_item_t *v = &c->v[c->n++];
+    v->it.seq = seq;
+    v->it.type = e->type;
+    v->it.key = e->key;
+    v->it.value = e->value;
+    v->cf_id = e->cf_id;
     return TDB_OK;
 }
 
 /* Internal-key order of two collected entries, family first. */
 static int sort_item_cmp(const void *a, const void *b) {
     const sort_item_t *x = (const sort_item_t *)a, *y = (const sort_item_t *)b;
-    if (x->e.cf_id != y->e.cf_id) return x->e.cf_id < y->e.cf_id ? -1 : 1;
-    int r = slice_compare(x->e.key, y->e.key);
+    if (x->cf_id != y->cf_id) return x->cf_id < y->cf_id ? -1 : 1;
+    int r = slice_compare(x->it.key, y->it.key);
     if (r) return r;
-    return x->seq > y->seq ? -1 : (x->seq < y->seq); /* newest first */
+    return x->it.seq > y->it.seq ? -1 : (x->it.seq < y->it.seq); /* newest first */
 }
 
 /* Insert a large batch in key order (see above). */
@@ -195,18 +200,25 @@ static int apply_sorted(apply_ctx_t *c, slice_t rep, uint32_t n) {
     c->n = 0;
     int rc = batch_iterate(rep, collect_entry, c); /* validates the whole batch first */
     if (rc == TDB_OK) qsort(c->v, c->n, sizeof *c->v, sort_item_cmp);
-    memtable_hint_t hint;
-    tdb_cf_t *hcf = NULL;
-    for (uint32_t i = 0; i < c->n && rc == TDB_OK; i++) {
-        const batch_entry_t *e = &c->v[i].e;
-        tdb_cf_t *cf = apply_cf(c, e->cf_id);
-        if (!cf) continue;
-        if (cf != hcf) {
+    /* Each family's run goes in as one sorted insert. */
+    memtable_item_t *items = (memtable_item_t *)malloc((size_t)c->n * sizeof *items);
+    for (uint32_t i = 0; i < c->n && rc == TDB_OK;) {
+        uint32_t j = i + 1;
+        while (j < c->n && c->v[j].cf_id == c->v[i].cf_id) j++;
+        tdb_cf_t *cf = apply_cf(c, c->v[i].cf_id);
+        if (cf && items) {
+            for (uint32_t k = i; k < j; k++) items[k - i] = c->v[k].it;
+            rc = memtable_add_sorted(cf->mem.mem, items, j - i);
+        } else if (cf) { /* no memory for the run: through a hint */
+            memtable_hint_t hint;
             memtable_hint_init(&hint);
-            hcf = cf;
+            for (uint32_t k = i; k < j && rc == TDB_OK; k++)
+                rc = memtable_add_hint(cf->mem.mem, &hint, c->v[k].it.seq, c->v[k].it.type, c->v[k].it.key,
+                                       c->v[k].it.value);
         }
-        rc = memtable_add_hint(cf->mem.mem, &hint, c->v[i].seq, e->type, e->key, e->value);
+        i = j;
     }
+    free(items);
     free(c->v);
     return rc;
 }

@@ -90,9 +90,10 @@ int memtable_add_serial(memtable_t *m, uint64_t seq, unsigned type, slice_t user
     return memtable_add_hint(m, &m->serial, seq, type, user_key, value);
 }
 
-/* memtable_add through a splice (NULL: a full descent). */
-int memtable_add_hint(memtable_t *m, memtable_hint_t *hint, uint64_t seq, unsigned type, slice_t user_key,
-                      slice_t value) {
+/* Check and encode one entry into a fresh, unlinked node: *e, *height; a
+ * range tombstone also gets its list node (*rd, else NULL). */
+static int mt_build(memtable_t *m, uint64_t seq, unsigned type, slice_t user_key, slice_t value, char **e_out,
+                    int *height, rd_node_t **rd) {
     if (type >= 0x80 || seq > SEQ_MAX)
         return tdb_err(TDB_ERR_INVALID_ARG, "memtable add: bad type %u or seq %llu", type,
                        (unsigned long long)seq);
@@ -102,8 +103,7 @@ int memtable_add_hint(memtable_t *m, memtable_hint_t *hint, uint64_t seq, unsign
     uint32_t klen = (uint32_t)(user_key.size + IKEY_TRAILER);
     uint32_t vlen = (uint32_t)value.size;
     size_t size = (size_t)varint_length(klen) + klen + (size_t)varint_length(vlen) + vlen;
-    int height;
-    char *e = skiplist_alloc(m->list, size, &height);
+    char *e = skiplist_alloc(m->list, size, height);
     if (!e) return tdb_err(TDB_ERR_NOMEM, "memtable add: arena allocation of %zu bytes", size);
 
     char *p = enc_varint32(e, klen);
@@ -112,14 +112,18 @@ int memtable_add_hint(memtable_t *m, memtable_hint_t *hint, uint64_t seq, unsign
     p = enc_varint32(p + klen, vlen);
     if (vlen) memcpy(p, value.data, vlen);
 
-    rd_node_t *node = NULL;
+    *rd = NULL;
     if (type == KT_RANGE_DELETE) { /* allocate before linking: no half-added tombstone */
-        node = (rd_node_t *)arena_alloc(m->arena, sizeof *node);
-        if (!node) return tdb_err(TDB_ERR_NOMEM, "memtable add: range tombstone node");
-        node->entry = e;
+        *rd = (rd_node_t *)arena_alloc(m->arena, sizeof **rd);
+        if (!*rd) return tdb_err(TDB_ERR_NOMEM, "memtable add: range tombstone node");
+        (*rd)->entry = e;
     }
-    if (hint) skiplist_insert_splice(m->list, e, height, &hint->splice);
-    else skiplist_insert(m->list, e, height);
+    *e_out = e;
+    return TDB_OK;
+}
+
+/* After linking: publish a range tombstone's list node, count the entry. */
+static void mt_account(memtable_t *m, unsigned type, rd_node_t *node) {
     if (node) {
         rd_node_t *head = atomic_load_explicit(&m->rd_head, memory_order_relaxed);
         do {
@@ -131,7 +135,46 @@ int memtable_add_hint(memtable_t *m, memtable_hint_t *hint, uint64_t seq, unsign
     atomic_fetch_add_explicit(&m->entries, 1, memory_order_relaxed);
     if (type == KT_DELETE || type == KT_SINGLE_DELETE)
         atomic_fetch_add_explicit(&m->deletes, 1, memory_order_relaxed);
+}
+
+/* memtable_add through a splice (NULL: a full descent). */
+int memtable_add_hint(memtable_t *m, memtable_hint_t *hint, uint64_t seq, unsigned type, slice_t user_key,
+                      slice_t value) {
+    char *e;
+    int height;
+    rd_node_t *node;
+    int rc = mt_build(m, seq, type, user_key, value, &e, &height, &node);
+    if (rc != TDB_OK) return rc;
+    if (hint) skiplist_insert_splice(m->list, e, height, &hint->splice);
+    else skiplist_insert(m->list, e, height);
+    mt_account(m, type, node);
     return TDB_OK;
+}
+
+int memtable_add_sorted(memtable_t *m, const memtable_item_t *items, size_t n) {
+    if (n == 0) return TDB_OK;
+    char **es = (char **)malloc(n * (sizeof(char *) + sizeof(rd_node_t *) + sizeof(int)));
+    if (!es) { /* no memory for the arrays: one at a time */
+        memtable_hint_t hint;
+        memtable_hint_init(&hint);
+        for (size_t i = 0; i < n; i++) {
+            int rc = memtable_add_hint(m, &hint, items[i].seq, items[i].type, items[i].key, items[i].value);
+            if (rc != TDB_OK) return rc;
+        }
+        return TDB_OK;
+    }
+    rd_node_t **rds = (rd_node_t **)(es + n);
+    int *hs = (int *)(rds + n);
+    size_t built = 0;
+    int rc = TDB_OK;
+    for (; built < n && rc == TDB_OK; built++)
+        rc = mt_build(m, items[built].seq, items[built].type, items[built].key, items[built].value, &es[built],
+                      &hs[built], &rds[built]);
+    if (rc != TDB_OK) built--; /* the failed one has no node: link those before it */
+    skiplist_insert_sorted(m->list, es, hs, built);
+    for (size_t i = 0; i < built; i++) mt_account(m, items[i].type, rds[i]);
+    free(es);
+    return rc;
 }
 
 /* One descent to (user_key, snap_seq, KT_SEEK); match on the user key. */

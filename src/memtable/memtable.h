@@ -88,6 +88,21 @@ void memtable_hint_init(memtable_hint_t *hint);
 int memtable_add_hint(memtable_t *m, memtable_hint_t *hint, uint64_t seq, unsigned type, slice_t user_key,
                       slice_t value);
 
+/* One entry of memtable_add_sorted. */
+typedef struct memtable_item {
+    uint64_t seq;
+    unsigned type;
+    slice_t key;
+    slice_t value;
+} memtable_item_t;
+
+/* Insert n entries whose internal keys (key, seq) are strictly ascending,
+ * e.g. a sorted batch (thread-safe like memtable_add; the lanes of
+ * skiplist_insert_sorted overlap their cache misses). On an error at item
+ * i, items before it are in the memtable and the error is returned, as with
+ * n memtable_add calls that stop at the first failure. */
+int memtable_add_sorted(memtable_t *m, const memtable_item_t *items, size_t n);
+
 /* memtable_add through the memtable's own hint, which remembers where the
  * previous memtable_add_serial landed: a key just above it (sequential
  * keys) is linked without a descent; any other key costs at most two

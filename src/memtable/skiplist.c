@@ -141,15 +141,13 @@ static void sl_recompute(skiplist_splice_t *sp, int level, slice_t user, uint64_
         sl_find_level(sp->prev[i + 1], i, user, trailer, sp->next[i + 1], &sp->prev[i], &sp->next[i]);
 }
 
-/* Link a node using (and updating) a splice: the splice is checked from
- * level 0 up to the first level that still brackets the key tightly
- * (prev < key <= next, prev's link is next); only the levels below are
- * re-found. Then the node is CAS'd in bottom-up. */
-void skiplist_insert_splice(skiplist_t *s, char *e, int height, skiplist_splice_t *sp) {
-    slice_t key = skiplist_entry_key(e, NULL);
-    slice_t user = ikey_user(key);
-    uint64_t trailer = ikey_trailer(key);
-
+/* Prepare an insert through a splice: raise max_height to the node's
+ * height, then check the splice from level 0 up to the first level that
+ * still brackets the key tightly (prev < key <= next, prev's link is next).
+ * Returns the number of levels below it that must be re-found (0: the
+ * splice brackets the key on every level); prev/next at that level are the
+ * start of the descent. */
+static int sl_prepare(skiplist_t *s, int height, skiplist_splice_t *sp, slice_t user, uint64_t trailer) {
     int top = atomic_load_explicit(&s->max_height, memory_order_relaxed);
     while (height > top) {
         if (atomic_compare_exchange_weak_explicit(&s->max_height, &top, height,
@@ -157,32 +155,34 @@ void skiplist_insert_splice(skiplist_t *s, char *e, int height, skiplist_splice_
             top = height;
         }
     }
-
     int recompute = 0;
     if (sp->list != s || sp->height != top) { /* unused, other list, or the list grew */
         sp->list = s;
         sp->height = top;
         sp->prev[top] = s->head;
         sp->next[top] = NULL;
-        recompute = top;
-    } else {
-        while (recompute < top) {
-            char *p = sp->prev[recompute], *n = sp->next[recompute];
-            if (sl_next(p, recompute) != n) {
-                recompute++; /* not tight: inserts landed in between */
-            } else if (p != s->head && sl_cmp(p, user, trailer) >= 0) { /* key before */
-                if (!sp->climb) recompute = top;
-                while (recompute < top && sp->prev[recompute] == p) recompute++;
-            } else if (n && sl_cmp(n, user, trailer) < 0) { /* key after */
-                if (!sp->climb) recompute = top;
-                while (recompute < top && sp->next[recompute] == n) recompute++;
-            } else {
-                break; /* this level brackets the key */
-            }
+        return top;
+    }
+    while (recompute < top) {
+        char *p = sp->prev[recompute], *n = sp->next[recompute];
+        if (sl_next(p, recompute) != n) {
+            recompute++; /* not tight: inserts landed in between */
+        } else if (p != s->head && sl_cmp(p, user, trailer) >= 0) { /* key before */
+            if (!sp->climb) recompute = top;
+            while (recompute < top && sp->prev[recompute] == p) recompute++;
+        } else if (n && sl_cmp(n, user, trailer) < 0) { /* key after */
+            if (!sp->climb) recompute = top;
+            while (recompute < top && sp->next[recompute] == n) recompute++;
+        } else {
+            break; /* this level brackets the key */
         }
     }
-    if (recompute > 0) sl_recompute(sp, recompute, user, trailer);
+    return recompute;
+}
 
+/* CAS a node in bottom-up between the splice's prev and next on each of its
+ * levels, re-finding a level whose predecessor gained a successor. */
+static void sl_link_node(char *e, int height, skiplist_splice_t *sp, slice_t user, uint64_t trailer) {
     for (int i = 0; i < height; i++) {
         for (;;) {
             atomic_store_explicit(sl_link(e, i), sp->next[i], memory_order_relaxed);
@@ -199,6 +199,110 @@ void skiplist_insert_splice(skiplist_t *s, char *e, int height, skiplist_splice_
     /* The new node is the predecessor of its successor on its levels: the
      * splice stays tight for a following key close above this one. */
     for (int i = 0; i < height; i++) sp->prev[i] = e;
+}
+
+/* Link a node using (and updating) a splice: the splice is checked from
+ * level 0 up to the first level that still brackets the key tightly
+ * (prev < key <= next, prev's link is next); only the levels below are
+ * re-found. Then the node is CAS'd in bottom-up. */
+void skiplist_insert_splice(skiplist_t *s, char *e, int height, skiplist_splice_t *sp) {
+    slice_t key = skiplist_entry_key(e, NULL);
+    slice_t user = ikey_user(key);
+    uint64_t trailer = ikey_trailer(key);
+    int recompute = sl_prepare(s, height, sp, user, trailer);
+    if (recompute > 0) sl_recompute(sp, recompute, user, trailer);
+    sl_link_node(e, height, sp, user, trailer);
+}
+
+/* One lane of skiplist_insert_sorted: a run of ascending entries inserted
+ * through its own splice, one node visit per step. */
+typedef struct sl_lane {
+    char *const *e;
+    const int *h;
+    size_t i, n;        /* next entry of the run, run length */
+    skiplist_splice_t sp;
+    slice_t user;       /* key of entry i, while it is being placed */
+    uint64_t trailer;
+    int level;          /* level being walked; -1: no descent under way */
+    char *x, *nx;       /* x < key on `level`; nx = its successor there */
+    const char *known_ge;
+} sl_lane_t;
+
+/* Start placing the lane's next entry: prepare its splice and either link
+ * it at once (the splice still brackets it) or set up the descent with the
+ * first successor prefetched. Returns 0 when the run is done. */
+static int sl_lane_start(skiplist_t *s, sl_lane_t *l) {
+    while (l->i < l->n) {
+        slice_t key = skiplist_entry_key(l->e[l->i], NULL);
+        l->user = ikey_user(key);
+        l->trailer = ikey_trailer(key);
+        int r = sl_prepare(s, l->h[l->i], &l->sp, l->user, l->trailer);
+        if (r == 0) {
+            sl_link_node(l->e[l->i], l->h[l->i], &l->sp, l->user, l->trailer);
+            l->i++;
+            continue;
+        }
+        l->level = r - 1;
+        l->x = l->sp.prev[r];
+        l->known_ge = l->sp.next[r];
+        l->nx = sl_next(l->x, l->level);
+        __builtin_prefetch(l->nx);
+        return 1;
+    }
+    return 0;
+}
+
+/* One step of a lane's descent: compare the (prefetched) successor, then
+ * move right or down and prefetch the node the next step compares; link
+ * the entry when level 0 is placed. Returns 0 when the run is done. */
+static int sl_lane_step(skiplist_t *s, sl_lane_t *l) {
+    if (l->nx && l->nx != l->known_ge && sl_cmp(l->nx, l->user, l->trailer) < 0) {
+        l->x = l->nx;
+    } else {
+        l->sp.prev[l->level] = l->x;
+        l->sp.next[l->level] = l->nx;
+        l->known_ge = l->nx;
+        if (--l->level < 0) {
+            sl_link_node(l->e[l->i], l->h[l->i], &l->sp, l->user, l->trailer);
+            l->i++;
+            return sl_lane_start(s, l);
+        }
+    }
+    l->nx = sl_next(l->x, l->level);
+    __builtin_prefetch(l->nx);
+    return 1;
+}
+
+void skiplist_insert_sorted(skiplist_t *s, char *const *entries, const int *heights, size_t n) {
+    sl_lane_t lanes[SKIPLIST_LANES];
+    size_t nl = n / SKIPLIST_LANE_MIN;
+    if (nl > SKIPLIST_LANES) nl = SKIPLIST_LANES;
+    if (nl < 1) nl = 1;
+    size_t per = n / nl, at = 0;
+    int live = 0;
+    for (size_t k = 0; k < nl; k++) {
+        sl_lane_t *l = &lanes[k];
+        l->e = entries + at;
+        l->h = heights + at;
+        l->n = k + 1 == nl ? n - at : per;
+        l->i = 0;
+        at += l->n;
+        l->sp.list = NULL;
+        l->sp.climb = 1;
+        l->level = -1;
+        if (sl_lane_start(s, l)) lanes[live++] = *l;
+    }
+    /* Round-robin: each step's node was prefetched a round earlier, so the
+     * lanes' cache misses overlap instead of following one another. */
+    while (live > 0) {
+        for (int k = 0; k < live;) {
+            if (sl_lane_step(s, &lanes[k])) {
+                k++;
+            } else {
+                lanes[k] = lanes[--live];
+            }
+        }
+    }
 }
 
 /* Link a node: a full descent (a fresh splice), then CAS it in. */
