@@ -81,6 +81,10 @@ typedef struct engine_vtable {
                          size_t *vlen);
     void (*txn_ctx_free)(void *ctx);
 
+    /* Optional (NULL when the engine has no such call): write the
+     * memtable(s) out now and wait for that, so the step that filled them
+     * pays for their flush. */
+    int  (*flush)(void *db);
     /* Wait until no flush or compaction is queued or running. */
     int  (*wait_idle)(void *db);
     void (*stats)(void *db, engine_stats_t *out);

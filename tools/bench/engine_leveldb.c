@@ -46,7 +46,8 @@ static void ldbe_describe(const engine_settings_t *s, char *buf, size_t n)
     const char *comp = s->compression == BENCH_COMPRESS_NONE ? "none" : "snappy";
     snprintf(buf, n,
              "compression=%s%s; one background thread (bg_threads ignored);"
-             " stall time n/a; quiesce: poll stats text + write_bytes quiet"
+             " stall time n/a; no flush call (memtable carries over to the next step);"
+             " settle: poll stats text + write_bytes quiet"
              " 300 ms; get copies the value",
              comp,
              (s->compression == BENCH_COMPRESS_LZ4 ||

@@ -55,7 +55,7 @@ static void rdbe_describe(const engine_settings_t *s, char *buf, size_t n)
 {
     snprintf(buf, n,
              "max_background_jobs=%d; full bloom filter %d bits/key;"
-             " leveled compaction defaults; quiesce: poll flush/compaction"
+             " leveled compaction defaults; settle: rocksdb_flush, then poll flush/compaction"
              " pending+running properties; get into a PinnableSlice",
              s->bg_threads, s->bloom_bits);
 }
@@ -255,6 +255,20 @@ static uint64_t rdbe_prop(rdb_adapter_t *a, const char *name)
     return v;
 }
 
+/* Flush the memtable and wait for it (rocksdb_flush, wait = 1). */
+static int rdbe_flush(void *db)
+{
+    rdb_adapter_t *a = db;
+    rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+    if (!fo)
+        return -1;
+    rocksdb_flushoptions_set_wait(fo, 1);
+    char *err = NULL;
+    rocksdb_flush(a->db, fo, &err);
+    rocksdb_flushoptions_destroy(fo);
+    return rdbe_check("flush", err);
+}
+
 /* Poll until no flush or compaction is pending or running, twice in a row
  * 10 ms apart (this version's C API has no blocking wait). Fails if a
  * background error appears (the work would never finish) or after 15
@@ -323,6 +337,7 @@ const engine_vtable_t engine_rocksdb = {
     .iter_key = rdbe_iter_key,
     .iter_value = rdbe_iter_value,
     .iter_free = rdbe_iter_free,
+    .flush = rdbe_flush,
     .wait_idle = rdbe_wait_idle,
     .stats = rdbe_stats,
 };

@@ -49,7 +49,7 @@ static void tdbe_describe(const engine_settings_t *s, char *buf, size_t n)
     tdbe_threads(s->bg_threads, &f, &c);
     snprintf(buf, n,
              "bloom_fpr=%.4g (0.6185^%d); flush_threads=%d compaction_threads=%d;"
-             " sync_mode=%s; quiesce: tdb_wait_idle; get copies the value",
+             " sync_mode=%s; settle: tdb_flush + tdb_wait_idle; get copies the value",
              tdbe_fpr(s->bloom_bits), s->bloom_bits, f, c,
              s->sync ? "FULL" : "NONE");
 }
@@ -250,6 +250,14 @@ static void tdbe_iter_free(void *it)
         tdb_iter_destroy(it);
 }
 
+/* Write the memtables out and wait (tdb_flush). */
+static int tdbe_flush(void *db)
+{
+    tdb_adapter_t *a = db;
+    int rc = tdb_flush(a->db, NULL);
+    return rc == TDB_OK ? 0 : tdbe_fail("flush", rc);
+}
+
 /* Wait for flushes and compactions to finish. */
 static int tdbe_wait_idle(void *db)
 {
@@ -336,6 +344,7 @@ const engine_vtable_t engine_tidesdb = {
     .txn_put = tdbe_txn_put,
     .snapshot_get = tdbe_snapshot_get,
     .txn_ctx_free = tdbe_txn_ctx_free,
+    .flush = tdbe_flush,
     .wait_idle = tdbe_wait_idle,
     .stats = tdbe_stats,
 };

@@ -579,6 +579,8 @@ void engine_run_step(engine_run_t *r, const workload_t *w, int step,
     int failed = 0, writer = w->kind == WL_READWHILEWRITING;
     if (w->writes) {
         uint64_t t = sys_now_ns();
+        if (vt->flush)
+            failed |= vt->flush(r->db) != 0;
         failed |= vt->wait_idle(r->db) != 0;
         out->settle_ms = (double)(sys_now_ns() - t) / 1e6;
     }

@@ -8,9 +8,12 @@
  *    steps left, like db_bench without --use_existing_db.
  *  - Every engine is fed the same keys and values in the same order: each
  *    thread's generator is seeded from (--seed, step index, thread index).
- *  - A write step ends by waiting for the engine to quiesce (no flush or
- *    compaction queued or running); that wait is reported as settle time,
- *    not counted in ops/s, and its I/O is counted in write amplification.
+ *  - A write step ends by flushing the engine's memtables (engines with a
+ *    flush call) and waiting for it to quiesce (no flush or compaction
+ *    queued or running); that settle is reported as settle time, not
+ *    counted in ops/s, and its I/O and CPU are counted in the step's write
+ *    amplification and cpu-us/op. So every step pays for writing out what
+ *    it wrote, and none for what an earlier step left in a memtable.
  *  - An engine_run_t lives in the engine's own child process.
  */
 #ifndef TDB_BENCH_WORKLOAD_H
