@@ -122,7 +122,7 @@ typedef struct tdb_cf_config {
                                           compaction: 4 */
     int      level_size_ratio;         /* size ratio between levels: 10 */
     double   tombstone_density_trigger;/* tombstone share of a file that
-                                          compacts it early: 0.5 */
+                                          compacts it early: 0.7 */
     uint64_t tombstone_density_min_entries; /* ...if it has at least this
                                           many entries: 2048 */
 } tdb_cf_config_t;

@@ -20,7 +20,7 @@ void tdb_cf_config_default(tdb_cf_config_t *c) {
     c->l0_queue_stall_threshold = 10;
     c->l1_file_count_trigger = 4;
     c->level_size_ratio = 10;
-    c->tombstone_density_trigger = 0.5;
+    c->tombstone_density_trigger = 0.7;
     c->tombstone_density_min_entries = 2048;
 }
 

@@ -147,7 +147,7 @@ int tdb_decompressed_length(int type, slice_t in, size_t *out) {
         *out = in.size;
         return TDB_OK;
     }
-    uint32_t declared;
+    uint32_t declared = 0;
     const char *body;
     int rc = read_length_header(in, &declared, &body);
     if (rc == TDB_OK) *out = declared;
@@ -164,7 +164,7 @@ int tdb_decompress(int type, slice_t in, size_t max_out, buf_t *out) {
             return tdb_err(TDB_ERR_CORRUPTION, "decompress: %zu bytes exceed limit %zu", in.size, max_out);
         return buf_append(out, in.data, in.size);
     }
-    uint32_t declared;
+    uint32_t declared = 0;
     const char *p;
     TRY(read_length_header(in, &declared, &p));
     if (declared > max_out)
