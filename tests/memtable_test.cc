@@ -56,6 +56,38 @@ Got Get(memtable_t *m, const std::string &user, uint64_t snap) {
     return g;
 }
 
+// Every thread's internal keys, in one list sorted by IkeyLess.
+std::vector<std::string> SortedUnion(const std::vector<std::vector<std::string>> &refs) {
+    std::vector<std::string> ref;
+    for (auto &r : refs) ref.insert(ref.end(), r.begin(), r.end());
+    std::sort(ref.begin(), ref.end(), IkeyLess);
+    return ref;
+}
+
+// The memtable holds exactly the internal keys of ref (sorted by IkeyLess),
+// forward and backward. With check_values, a put's value is
+// ValueFor(user, seq) and a range tombstone's end is user + "~".
+void ExpectListIs(memtable_t *m, const std::vector<std::string> &ref, bool check_values) {
+    iter_t *it = memtable_iter(m);
+    size_t i = 0;
+    for (iter_seek_to_first(it); iter_valid(it); iter_next(it), i++) {
+        ASSERT_LT(i, ref.size());
+        ASSERT_EQ(Str(iter_key(it)), ref[i]);
+        slice_t k = Sl(ref[i]);
+        if (!check_values) continue;
+        if (ikey_type(k) == KT_PUT) {
+            ASSERT_EQ(Str(iter_value(it)), ValueFor(Str(ikey_user(k)), ikey_seq(k)));
+        } else if (ikey_type(k) == KT_RANGE_DELETE) {
+            ASSERT_EQ(Str(iter_value(it)), Str(ikey_user(k)) + "~");
+        }
+    }
+    EXPECT_EQ(i, ref.size());
+    i = ref.size();
+    for (iter_seek_to_last(it); iter_valid(it); iter_prev(it)) ASSERT_EQ(Str(iter_key(it)), ref[--i]);
+    EXPECT_EQ(i, 0u);
+    iter_destroy(it);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -329,17 +361,7 @@ TEST(Memtable, ConcurrentDisjointInserts) {
         ref.push_back(IKey(u, id + 1, KT_PUT));
     }
     std::sort(ref.begin(), ref.end(), IkeyLess);
-    iter_t *it = memtable_iter(m);
-    size_t i = 0;
-    for (iter_seek_to_first(it); iter_valid(it); iter_next(it), i++) {
-        ASSERT_LT(i, ref.size());
-        ASSERT_EQ(Str(iter_key(it)), ref[i]);
-    }
-    EXPECT_EQ(i, ref.size());
-    i = ref.size();
-    for (iter_seek_to_last(it); iter_valid(it); iter_prev(it)) ASSERT_EQ(Str(iter_key(it)), ref[--i]);
-    EXPECT_EQ(i, 0u);
-    iter_destroy(it);
+    ExpectListIs(m, ref, false);
     memtable_unref(m);
 }
 
@@ -383,22 +405,9 @@ TEST(Memtable, HintedInsertsInAnyOrderMatchReference) {
     });
     for (auto &x : th) x.join();
     ASSERT_EQ(failures.load(), 0);
-    std::vector<std::string> ref;
-    for (auto &r : refs) ref.insert(ref.end(), r.begin(), r.end());
-    std::sort(ref.begin(), ref.end(), IkeyLess);
+    std::vector<std::string> ref = SortedUnion(refs);
     ASSERT_EQ(memtable_num_entries(m), (uint64_t)ref.size());
-    iter_t *it = memtable_iter(m);
-    size_t i = 0;
-    for (iter_seek_to_first(it); iter_valid(it); iter_next(it), i++) {
-        ASSERT_LT(i, ref.size());
-        ASSERT_EQ(Str(iter_key(it)), ref[i]);
-        slice_t k = Sl(ref[i]);
-        ASSERT_EQ(Str(iter_value(it)), ValueFor(Str(ikey_user(k)), ikey_seq(k)));
-    }
-    EXPECT_EQ(i, ref.size());
-    for (iter_seek_to_last(it); iter_valid(it); iter_prev(it)) ASSERT_EQ(Str(iter_key(it)), ref[--i]);
-    EXPECT_EQ(i, 0u);
-    iter_destroy(it);
+    ExpectListIs(m, ref, true);
     memtable_unref(m);
 }
 
@@ -456,29 +465,12 @@ TEST(Memtable, SortedRunsInLanesMatchReference) {
     });
     for (auto &x : th) x.join();
     ASSERT_EQ(failures.load(), 0);
-    std::vector<std::string> ref;
-    for (auto &r : refs) ref.insert(ref.end(), r.begin(), r.end());
-    std::sort(ref.begin(), ref.end(), IkeyLess);
+    std::vector<std::string> ref = SortedUnion(refs);
     EXPECT_EQ(memtable_num_entries(m), (uint64_t)ref.size());
     EXPECT_EQ(memtable_num_deletes(m), deletes.load());
     EXPECT_EQ(memtable_num_range_deletes(m), range_dels.load());
     ASSERT_GT(range_dels.load(), 0u);
-    iter_t *it = memtable_iter(m);
-    size_t i = 0;
-    for (iter_seek_to_first(it); iter_valid(it); iter_next(it), i++) {
-        ASSERT_LT(i, ref.size());
-        ASSERT_EQ(Str(iter_key(it)), ref[i]);
-        slice_t k = Sl(ref[i]);
-        if (ikey_type(k) == KT_PUT) {
-            ASSERT_EQ(Str(iter_value(it)), ValueFor(Str(ikey_user(k)), ikey_seq(k)));
-        } else if (ikey_type(k) == KT_RANGE_DELETE) {
-            ASSERT_EQ(Str(iter_value(it)), Str(ikey_user(k)) + "~");
-        }
-    }
-    EXPECT_EQ(i, ref.size());
-    for (iter_seek_to_last(it); iter_valid(it); iter_prev(it)) ASSERT_EQ(Str(iter_key(it)), ref[--i]);
-    EXPECT_EQ(i, 0u);
-    iter_destroy(it);
+    ExpectListIs(m, ref, true);
     memtable_unref(m);
 }
 
