@@ -195,30 +195,24 @@ static int sort_item_cmp(const void *a, const void *b) {
 
 /* Insert a large batch in key order (see above). */
 static int apply_sorted(apply_ctx_t *c, slice_t rep, uint32_t n) {
-    c->v = (sort_item_t *)malloc((size_t)n * sizeof *c->v);
+    /* One allocation: the entries to sort, then room for a family's run. */
+    c->v = (sort_item_t *)malloc((size_t)n * (sizeof *c->v + sizeof(memtable_item_t)));
     if (!c->v) return batch_iterate(rep, apply_entry, c); /* no memory to sort: batch order */
+    memtable_item_t *items = (memtable_item_t *)(c->v + n);
     c->n = 0;
     int rc = batch_iterate(rep, collect_entry, c); /* validates the whole batch first */
     if (rc == TDB_OK) qsort(c->v, c->n, sizeof *c->v, sort_item_cmp);
     /* Each family's run goes in as one sorted insert. */
-    memtable_item_t *items = (memtable_item_t *)malloc((size_t)c->n * sizeof *items);
     for (uint32_t i = 0; i < c->n && rc == TDB_OK;) {
         uint32_t j = i + 1;
         while (j < c->n && c->v[j].cf_id == c->v[i].cf_id) j++;
         tdb_cf_t *cf = apply_cf(c, c->v[i].cf_id);
-        if (cf && items) {
+        if (cf) {
             for (uint32_t k = i; k < j; k++) items[k - i] = c->v[k].it;
             rc = memtable_add_sorted(cf->mem.mem, items, j - i);
-        } else if (cf) { /* no memory for the run: through a hint */
-            memtable_hint_t hint;
-            memtable_hint_init(&hint);
-            for (uint32_t k = i; k < j && rc == TDB_OK; k++)
-                rc = memtable_add_hint(cf->mem.mem, &hint, c->v[k].it.seq, c->v[k].it.type, c->v[k].it.key,
-                                       c->v[k].it.value);
         }
         i = j;
     }
-    free(items);
     free(c->v);
     return rc;
 }

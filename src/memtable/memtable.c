@@ -165,12 +165,11 @@ int memtable_add_sorted(memtable_t *m, const memtable_item_t *items, size_t n) {
     }
     rd_node_t **rds = (rd_node_t **)(es + n);
     int *hs = (int *)(rds + n);
-    size_t built = 0;
+    size_t built = 0; /* on failure, the entries before the failed one are linked */
     int rc = TDB_OK;
-    for (; built < n && rc == TDB_OK; built++)
-        rc = mt_build(m, items[built].seq, items[built].type, items[built].key, items[built].value, &es[built],
-                      &hs[built], &rds[built]);
-    if (rc != TDB_OK) built--; /* the failed one has no node: link those before it */
+    while (built < n && (rc = mt_build(m, items[built].seq, items[built].type, items[built].key, items[built].value,
+                                       &es[built], &hs[built], &rds[built])) == TDB_OK)
+        built++;
     skiplist_insert_sorted(m->list, es, hs, built);
     for (size_t i = 0; i < built; i++) mt_account(m, items[i].type, rds[i]);
     free(es);

@@ -223,7 +223,7 @@ typedef struct sl_lane {
     skiplist_splice_t sp;
     slice_t user;       /* key of entry i, while it is being placed */
     uint64_t trailer;
-    int level;          /* level being walked; -1: no descent under way */
+    int level;          /* level being walked */
     char *x, *nx;       /* x < key on `level`; nx = its successor there */
     const char *known_ge;
 } sl_lane_t;
@@ -289,7 +289,6 @@ void skiplist_insert_sorted(skiplist_t *s, char *const *entries, const int *heig
         at += l->n;
         l->sp.list = NULL;
         l->sp.climb = 1;
-        l->level = -1;
         if (sl_lane_start(s, l)) lanes[live++] = *l;
     }
     /* Round-robin: each step's node was prefetched a round earlier, so the

@@ -63,15 +63,31 @@ void compaction_state_free(compaction_state_t *s) {
 /* Number of registered compactions. */
 int compaction_state_running(const compaction_state_t *s) { return s ? s->n : 0; }
 
+/* Does a compaction registered in s write into `level` over range r? */
+static int state_writes(const compaction_state_t *s, int level, urange_t r) {
+    for (int i = 0; s && i < s->n; i++) {
+        urange_t rr = {s->run[i]->smallest, s->run[i]->largest};
+        if (s->run[i]->output_level == level && ranges_overlap(r, rr)) return 1;
+    }
+    return 0;
+}
+
+/* Does a file of `level` of v overlap r? */
+static int level_overlaps(version_t *v, int level, urange_t r) {
+    for (int i = 0; i < version_num_files(v, level); i++)
+        if (file_overlaps(version_file(v, level, i), r)) return 1;
+    return 0;
+}
+
 /* Does c conflict with a compaction registered in s? (rules in compaction.h) */
 static int state_conflicts(const compaction_state_t *s, const compaction_t *c) {
     if (!s) return 0;
     urange_t rc = {c->smallest, c->largest};
+    if (state_writes(s, c->output_level, rc)) return 1;
     for (int i = 0; i < s->n; i++) {
         const compaction_t *r = s->run[i];
         urange_t rr = {r->smallest, r->largest};
         if (c->level == 1 && r->level == 1) return 1;
-        if (r->output_level == c->output_level && ranges_overlap(rc, rr)) return 1;
         /* Reading a level where r writes: implied by the input marks, kept
          * as a guard. */
         if (r->output_level == c->level)
@@ -179,15 +195,8 @@ static int can_move(const compaction_t *c) {
  * nothing is shadowed wrongly; a file that would only sit in a middle level
  * to be rewritten by the next compaction into it goes where it would end. */
 static void sink_move(compaction_t *c, version_t *v, const compaction_state_t *s, urange_t r) {
-    for (int l = c->output_level + 1; l < TDB_MAX_LEVELS; l++) {
-        for (int i = 0; i < version_num_files(v, l); i++)
-            if (file_overlaps(version_file(v, l, i), r)) return;
-        for (int i = 0; s && i < s->n; i++) {
-            urange_t rr = {s->run[i]->smallest, s->run[i]->largest};
-            if (s->run[i]->output_level == l && ranges_overlap(r, rr)) return;
-        }
+    for (int l = c->output_level + 1; l < TDB_MAX_LEVELS && !level_overlaps(v, l, r) && !state_writes(s, l, r); l++)
         c->output_level = l;
-    }
 }
 
 /* Compute c's range; refuse it (freed, NULL) if it conflicts with s;
@@ -203,11 +212,7 @@ static compaction_t *compaction_finish(compaction_t *c, version_t *v, const comp
     if (state_conflicts(s, c)) goto fail;
     c->bottommost = 1;
     for (int l = c->output_level + 1; l < TDB_MAX_LEVELS && c->bottommost; l++)
-        for (int i = 0; i < version_num_files(v, l); i++)
-            if (file_overlaps(version_file(v, l, i), r)) {
-                c->bottommost = 0;
-                break;
-            }
+        if (level_overlaps(v, l, r)) c->bottommost = 0;
     c->trivial_move = o && o->allow_trivial_move && can_move(c);
     if (c->trivial_move) sink_move(c, v, s, r);
     if (s && !state_add(s, c)) goto fail;
