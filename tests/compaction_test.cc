@@ -372,6 +372,57 @@ TEST_F(TableWrite, SplitsBySizeNeverSplittingAUserKey) {
     version_unref(base);
 }
 
+// Cut keys end an output early once it holds half the target, at the first
+// user key at or past a cut key, so the outputs line up with the level below.
+TEST_F(TableWrite, CutKeysEndOutputsEarlyOnceHalfFull) {
+    std::vector<Entry> in;
+    for (int i = 0; i < 400; i++) in.push_back({IK(tdbtest::Key((uint64_t)i, 8), 5), tdbtest::Value((uint64_t)i, 40)});
+    ctx.target_file_size = 4096;
+    ASSERT_EQ(TDB_OK, Write(in, 0));
+    const int plain = edit.n_add;
+    version_edit_free(&edit);
+
+    // "Next-level files" start every 23 keys, between two input keys.
+    std::vector<std::string> cut_str;
+    for (int i = 7; i < 400; i += 23) cut_str.push_back(tdbtest::Key((uint64_t)i, 8) + "-");
+    std::vector<slice_t> cuts;
+    for (auto &c : cut_str) cuts.push_back(S(c));
+    ctx.cut_keys = cuts.data();
+    ctx.ncut = (int)cuts.size();
+    ASSERT_EQ(TDB_OK, Write(in, 0)) << tdb_last_error();
+    EXPECT_EQ(in, ReadAll());
+    ASSERT_GT(edit.n_add, plain);
+    int early = 0;
+    for (int i = 0; i + 1 < edit.n_add; i++) {
+        const file_meta_t *f = edit.add[i].f, *g = edit.add[i + 1].f;
+        std::string last(ikey_user(buf_slice(&f->largest)).data, ikey_user(buf_slice(&f->largest)).size);
+        std::string next(ikey_user(buf_slice(&g->smallest)).data, ikey_user(buf_slice(&g->smallest)).size);
+        if (f->file_size >= ctx.target_file_size) continue;
+        early++;
+        EXPECT_GE(f->file_size, ctx.target_file_size / 2) << "file " << i;
+        bool between = false;
+        for (auto &c : cut_str) between |= last < c && c <= next;
+        EXPECT_TRUE(between) << "file " << i << " ends at " << last << " with no cut key before " << next;
+    }
+    EXPECT_GT(early, 0);
+    version_edit_free(&edit);
+
+    // A cut key in every gap: each output ends as soon as it is half full.
+    cut_str.clear();
+    for (int i = 0; i < 400; i++) cut_str.push_back(tdbtest::Key((uint64_t)i, 8) + "-");
+    cuts.clear();
+    for (auto &c : cut_str) cuts.push_back(S(c));
+    ctx.cut_keys = cuts.data();
+    ctx.ncut = (int)cuts.size();
+    ASSERT_EQ(TDB_OK, Write(in, 0)) << tdb_last_error();
+    EXPECT_EQ(in, ReadAll());
+    ASSERT_GE(edit.n_add, 2 * plain - 1);
+    for (int i = 0; i + 1 < edit.n_add; i++) {
+        EXPECT_GE(edit.add[i].f->file_size, ctx.target_file_size / 2) << "file " << i;
+        EXPECT_LT(edit.add[i].f->file_size, ctx.target_file_size) << "file " << i;
+    }
+}
+
 TEST_F(TableWrite, InputErrorDeletesPartialOutputs) {
     std::vector<Entry> in;
     for (int i = 0; i < 300; i++) in.push_back({IK(tdbtest::Key((uint64_t)i), 5), tdbtest::Value((uint64_t)i, 50)});
@@ -887,6 +938,49 @@ TEST(CompactionPick, TrivialMoveRules) {
     EXPECT_EQ(TDB_ERR_INVALID_ARG, compaction_move(c, &e));  // in place: not a move
     EXPECT_EQ(0, e.n_add);
     EXPECT_EQ(0, e.n_del);
+    compaction_release(nullptr, c);
+    version_unref(v);
+}
+
+// A compaction's cut keys are the starts of the files of the first
+// non-empty level below its output that begin inside its range.
+TEST(CompactionPick, CutKeysComeFromTheFirstLevelBelowTheOutput) {
+    compaction_opts_t o = DynOpts();
+    Shape s;
+    s.files.push_back({5, Meta(1, "c", "m", 100)});
+    // Level 6 is empty; the bottom's files start at a, d, g, k, n.
+    const char *starts[] = {"a", "d", "g", "k", "n"};
+    for (int i = 0; i < 5; i++) {
+        std::string lo = starts[i], hi = lo + "z";
+        s.files.push_back({kLast, Meta((uint64_t)(10 + i), lo, hi, 100)});
+    }
+    version_t *v = s.Build();
+    compaction_t *c = compaction_pick_level(v, 5, &o, nullptr);
+    ASSERT_NE(nullptr, c);
+    ASSERT_EQ(6, c->output_level);
+    ASSERT_EQ(0, c->bottommost);
+    slice_t *keys = nullptr;
+    int n = -1;
+    ASSERT_EQ(TDB_OK, compaction_cut_keys(c, v, &keys, &n));
+    std::vector<std::string> got;
+    for (int i = 0; i < n; i++) got.push_back(std::string(keys[i].data, keys[i].size));
+    // "a" starts before the range [c, m] and "n" after it.
+    EXPECT_EQ((std::vector<std::string>{"d", "g", "k"}), got);
+    free(keys);
+    compaction_release(nullptr, c);
+    version_unref(v);
+
+    // Bottommost: nothing below to line up with.
+    Shape b;
+    b.files.push_back({5, Meta(1, "c", "m", 100)});
+    b.files.push_back({kLast, Meta(2, "x", "y", 100)});
+    v = b.Build();
+    c = compaction_pick_level(v, 5, &o, nullptr);
+    ASSERT_NE(nullptr, c);
+    ASSERT_EQ(1, c->bottommost);
+    ASSERT_EQ(TDB_OK, compaction_cut_keys(c, v, &keys, &n));
+    EXPECT_EQ(0, n);
+    free(keys);
     compaction_release(nullptr, c);
     version_unref(v);
 }

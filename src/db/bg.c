@@ -225,7 +225,9 @@ static int run_compaction(tdb_t *db, tdb_cf_t *cf, compaction_t *c) {
     version_ref(base);
     compaction_opts_t o = db_compaction_opts(cf);
     uint64_t *snaps = NULL;
-    int nsnaps = 0, rc = db_snapshot_list(db, &snaps, &nsnaps);
+    slice_t *cuts = NULL; /* borrowed from base's metas */
+    int nsnaps = 0, ncuts = 0, rc = db_snapshot_list(db, &snaps, &nsnaps);
+    if (rc == TDB_OK && !c->trivial_move) rc = compaction_cut_keys(c, base, &cuts, &ncuts);
     pthread_mutex_unlock(&db->mu);
 
     version_edit_t edit;
@@ -234,6 +236,8 @@ static int run_compaction(tdb_t *db, tdb_cf_t *cf, compaction_t *c) {
     writer_ctx(db, cf, &ctx, o.target_file_size);
     ctx.snapshots = snaps;
     ctx.nsnapshots = nsnaps;
+    ctx.cut_keys = cuts;
+    ctx.ncut = ncuts;
     ctx.bottommost = c->bottommost;
     /* A trivial move's edit re-adds live input files: never discard them. */
     const bool move = c->trivial_move != 0;
@@ -273,6 +277,7 @@ static int run_compaction(tdb_t *db, tdb_cf_t *cf, compaction_t *c) {
     version_edit_free(&edit);
     version_unref(base);
     free(snaps);
+    free(cuts);
     cf->compacting--;
     pthread_cond_broadcast(&db->done_cv);
     pthread_cond_broadcast(&db->bg_cv);

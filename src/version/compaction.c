@@ -479,6 +479,27 @@ void compaction_release(compaction_state_t *s, compaction_t *c) {
     compaction_free(c);
 }
 
+/* Smallest user keys of the files of the first level below c's output level
+ * that has any, for those starting inside (c->smallest, c->largest]: the
+ * places where an output may end early to line up with that level. */
+int compaction_cut_keys(const compaction_t *c, version_t *v, slice_t **keys, int *n) {
+    *keys = NULL;
+    *n = 0;
+    int l = c->output_level + 1;
+    while (l < TDB_MAX_LEVELS && version_num_files(v, l) == 0) l++;
+    if (l >= TDB_MAX_LEVELS || c->bottommost) return TDB_OK;
+    int nf = version_num_files(v, l), cnt = 0;
+    slice_t *k = (slice_t *)malloc((size_t)nf * sizeof *k);
+    if (!k) return tdb_err(TDB_ERR_NOMEM, "compaction: %d cut keys", nf);
+    for (int i = 0; i < nf; i++) {
+        slice_t lo = file_range(version_file(v, l, i)).lo;
+        if (slice_compare(lo, c->smallest) > 0 && slice_compare(lo, c->largest) <= 0) k[cnt++] = lo;
+    }
+    *keys = k;
+    *n = cnt;
+    return TDB_OK;
+}
+
 /* Record the trivial move of c's level inputs in edit. */
 int compaction_move(const compaction_t *c, version_edit_t *edit) {
     int rc = TDB_OK;

@@ -169,12 +169,26 @@ void compaction_release(compaction_state_t *s, compaction_t *c);
  * as it was. */
 int compaction_move(const compaction_t *c, version_edit_t *edit);
 
+/* The user keys where c's outputs may end early (its output level then
+ * lines up with the level below, so pushing one of its files down later
+ * rewrites no partly overlapped neighbour): the smallest key of each file
+ * of the first non-empty level below c->output_level that starts inside
+ * c's range, ascending; none if c is bottommost. *keys (free() it) borrows
+ * from v's file metas, so v must stay referenced while they are used.
+ * Caller holds the db mutex or owns v. */
+int compaction_cut_keys(const compaction_t *c, version_t *v, slice_t **keys, int *n);
+
 /* Shared by flush and compaction. */
 typedef struct table_write_ctx {
     env_t *env;
     const char *dbdir;
     sst_options_t sst;
     uint64_t target_file_size; /* 0 = never split */
+    /* Ascending user keys where an output of at least target_file_size / 2
+     * is also cut, before the first user key >= one of them
+     * (compaction_cut_keys); NULL/0 = none. */
+    const slice_t *cut_keys;
+    int ncut;
     uint64_t (*new_file_number)(void *ctx);
     void *ctx;
     const uint64_t *snapshots; /* live snapshot sequences, ascending */
@@ -189,8 +203,8 @@ typedef struct table_write_ctx {
 } table_write_ctx_t;
 
 /* Write `input` (internal-key order) into new tables at out_level, added to
- * edit, splitting once an output reaches target_file_size but only between
- * user keys.
+ * edit, splitting once an output reaches target_file_size, or half of it
+ * where the stream passes one of ctx->cut_keys, but only between user keys.
  * Dropping rule: the stripe of seq s is the smallest snapshot >= s, or
  * "latest" above all snapshots; a version is kept only if it is the newest
  * of its user key within its stripe. If bottommost, a kept KT_DELETE /

@@ -9,7 +9,9 @@
  *    creates, the caller-owned edit and ctx.
  *  - Entries of one user key arrive newest first (ikey order), so the first
  *    entry seen in each stripe is that stripe's newest version.
- *  - An output is cut only before the first kept entry of a user key.
+ *  - An output is cut only before the first kept entry of a user key: when
+ *    it reached target_file_size, or half of it and one of ctx->cut_keys
+ *    lies in (last user key written, this user key].
  *  - Range tombstones come from the caller (compaction: the inputs' range-
  *    deletion blocks, sorted by start) or in-band from the stream
  *    (KT_RANGE_DELETE entries of a memtable iterator). Either way a
@@ -81,6 +83,7 @@ typedef struct tw {
     sst_builder_t *b;
     uint64_t number;
     int user_in_output; /* some entry of the current user key went to b */
+    int next_cut;       /* first of ctx->cut_keys not yet passed */
     buf_t last_user;    /* last user key written to b */
     int have_lower;     /* lower bound of b's interval (else unbounded) */
     buf_t lower, upper;
@@ -170,12 +173,29 @@ static int open_output(tw_t *w) {
     return sst_builder_open(w->ctx->env, path, &w->ctx->sst, &w->b);
 }
 
-/* Write one kept point entry, cutting the output first if it is full and
- * this is the first kept entry of its user key. */
+/* Does the stream pass a cut key on reaching user key uk? Advances past
+ * every cut key <= uk. */
+static int pass_cut_keys(tw_t *w, slice_t uk) {
+    const table_write_ctx_t *ctx = w->ctx;
+    int from = w->next_cut;
+    while (w->next_cut < ctx->ncut && slice_compare(ctx->cut_keys[w->next_cut], uk) <= 0) w->next_cut++;
+    return w->next_cut > from;
+}
+
+/* Should b end before the first kept entry of user key uk? */
+static int output_full(tw_t *w, slice_t uk) {
+    const table_write_ctx_t *ctx = w->ctx;
+    int passed = pass_cut_keys(w, uk);
+    if (!w->b || !ctx->target_file_size) return 0;
+    uint64_t size = sst_builder_file_size(w->b);
+    return size >= ctx->target_file_size || (passed && size >= ctx->target_file_size / 2);
+}
+
+/* Write one kept point entry, cutting the output first if this is the first
+ * kept entry of its user key and the output is full (output_full). */
 static int emit_point(tw_t *w, slice_t k, slice_t val) {
     int rc = TDB_OK;
-    table_write_ctx_t *ctx = w->ctx;
-    if (w->b && !w->user_in_output && ctx->target_file_size && sst_builder_file_size(w->b) >= ctx->target_file_size) {
+    if (!w->user_in_output && output_full(w, ikey_user(k))) {
         TRY(rd_user_successor(&w->upper, buf_slice(&w->last_user)));
         slice_t up = buf_slice(&w->upper);
         TRY(finish_output(w, &up));
