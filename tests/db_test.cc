@@ -709,6 +709,53 @@ TEST(Unified, FamiliesShareOneWriteBufferAndRecover) {
     ASSERT_EQ(tdb_close(db), TDB_OK);
 }
 
+// mmap_reads changes how table blocks are read, never what is read.
+TEST(MmapReads, SameAnswersEitherWayAndBadValueRejected) {
+    tdbtest::TempDir dir;
+    tdb_config_t c = SmallDbConfig();
+    c.block_cache_size = 64 << 10;  // far smaller than the data: blocks are reread
+    c.mmap_reads = 2;
+    tdb_t *db = nullptr;
+    EXPECT_EQ(tdb_open(dir.path().c_str(), &c, &db), TDB_ERR_INVALID_ARG);
+    for (int mode : {1, 0}) {
+        SCOPED_TRACE("mmap_reads " + std::to_string(mode));
+        c.mmap_reads = mode;
+        ASSERT_EQ(tdb_open(dir.path().c_str(), &c, &db), TDB_OK) << tdb_last_error();
+        tdb_cf_t *cf = nullptr;
+        ASSERT_EQ(tdb_get_cf(db, TDB_DEFAULT_CF, &cf), TDB_OK);
+        if (mode == 1) {
+            for (uint64_t i = 0; i < 20000; i++) {
+                std::string k = Key(i), v = Value(i, 60);
+                ASSERT_EQ(tdb_put(db, cf, k.data(), k.size(), v.data(), v.size(), 0), TDB_OK);
+            }
+            ASSERT_EQ(tdb_flush(db, nullptr), TDB_OK);
+            ASSERT_EQ(tdb_wait_idle(db), TDB_OK);
+        }
+        for (int pass = 0; pass < 2; pass++) {
+            for (uint64_t i = 0; i < 20000; i += 7) {
+                std::string k = Key(i);
+                void *v = nullptr;
+                size_t n = 0;
+                ASSERT_EQ(tdb_get(db, cf, nullptr, k.data(), k.size(), &v, &n), TDB_OK) << i;
+                EXPECT_EQ(std::string((char *)v, n), Value(i, 60));
+                tdb_free(v);
+            }
+            tdb_iter_t *it = nullptr;
+            ASSERT_EQ(tdb_iter_create(db, cf, nullptr, &it), TDB_OK);
+            uint64_t i = 0;
+            for (tdb_iter_seek_to_first(it); tdb_iter_valid(it); tdb_iter_next(it), i++) {
+                size_t kl = 0;
+                const void *k = tdb_iter_key(it, &kl);
+                ASSERT_EQ(std::string((const char *)k, kl), Key(i));
+            }
+            EXPECT_EQ(tdb_iter_status(it), TDB_OK);
+            tdb_iter_destroy(it);
+            EXPECT_EQ(i, 20000u);
+        }
+        ASSERT_EQ(tdb_close(db), TDB_OK);
+    }
+}
+
 TEST(Unified, BadUnifiedSettingsRejected) {
     tdbtest::TempDir dir;
     tdb_config_t c = SmallDbConfig();

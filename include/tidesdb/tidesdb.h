@@ -153,6 +153,14 @@ typedef struct tdb_config {
                                           back-pressure before it fails with
                                           TDB_ERR_BUSY; 0 = no bound (only
                                           the no-progress rule below): 0 */
+    int      mmap_reads;               /* 1: a table block read once with
+                                          pread is read again (after the
+                                          block cache dropped it) through a
+                                          read-only mapping of the file: no
+                                          system call, no copy. Mapped pages
+                                          are the OS page cache, but count
+                                          in the process's RSS. 0: pread
+                                          only: 1 */
     tdb_cf_config_t default_cf;        /* settings of the "default" family */
 } tdb_config_t;
 

@@ -344,6 +344,7 @@ int tdb_open_env(const char *path, const tdb_config_t *cfg, env_t *env, tdb_t **
     if (!db->block_cache) RAISE(TDB_ERR_NOMEM, "block cache");
     db->table_cache = table_cache_create(db->env, path, c.max_open_sstables, db->block_cache);
     if (!db->table_cache) RAISE(TDB_ERR_NOMEM, "table cache");
+    table_cache_set_map_reads(db->table_cache, c.mmap_reads);
     if (c.max_memory_usage) {
         db->mem_budget = c.max_memory_usage;
     } else {

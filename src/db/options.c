@@ -38,6 +38,7 @@ void tdb_config_default(tdb_config_t *c) {
     c->unified_memtable_write_buffer_size = 64u << 20;
     c->unified_memtable_sync_mode = TDB_SYNC_FULL;
     c->write_stall_timeout_ms = 0;
+    c->mmap_reads = 1;
     tdb_cf_config_default(&c->default_cf);
 }
 
@@ -76,6 +77,8 @@ int db_validate_config(const tdb_config_t *c) {
         return tdb_err(TDB_ERR_INVALID_ARG, "compaction_threads out of [1, 64]");
     if (c->write_stall_timeout_ms < 0)
         return tdb_err(TDB_ERR_INVALID_ARG, "write_stall_timeout_ms must be >= 0 (0 = no bound)");
+    if (c->mmap_reads != 0 && c->mmap_reads != 1)
+        return tdb_err(TDB_ERR_INVALID_ARG, "mmap_reads must be 0 or 1");
     if (c->unified_memtable) {
         if (c->unified_memtable_write_buffer_size < (64u << 10) ||
             c->unified_memtable_write_buffer_size > ((size_t)16 << 30))

@@ -10,7 +10,8 @@
  *  - A writable file is append-only. Data is durable only after sync();
  *    a newly created or renamed file's directory entry is durable only after
  *    sync_dir() of its directory.
- *  - Readable files are safe for concurrent pread from many threads.
+ *  - Readable files are safe for concurrent pread from many threads, and
+ *    for reads of their mapping (map_readable) once it is set up.
  *  - Writable files are used by one thread at a time.
  */
 #ifndef TDB_ENV_ENV_H
@@ -46,6 +47,13 @@ struct env {
     int (*append)(env_file_t *f, const void *data, size_t n);
     /* Read up to n bytes at off; *nread < n only at end of file. */
     int (*pread)(env_file_t *f, uint64_t off, void *buf, size_t n, size_t *nread);
+    /* Map the first n bytes of a readable file read-only, so reads of them
+     * cost no system call and no copy; the mapping lives until close().
+     * May be NULL (files are then only pread). A mapped page the OS cannot
+     * read (media error, file shrunk by someone else) raises SIGBUS
+     * instead of an error, so callers read through a mapping only bytes
+     * they already read once with pread. */
+    int (*map_readable)(env_file_t *f, uint64_t n, const char **out);
     /* Make appended data durable (fdatasync). */
     int (*sync)(env_file_t *f);
     /* Size of an open file (bytes appended so far for writable files). */

@@ -24,8 +24,11 @@
  *    after a crash the file may end in zeros (reserved, never written).
  *    Nothing else may shrink a log file while a window is mapped, except
  *    after an append failed (the log writer then stops appending).
- *  - Readable files: only pread() is used, so any number of threads may read
- *    one handle concurrently; nothing in the handle is mutated after open.
+ *  - Readable files: pread(), and optionally one read-only shared mapping
+ *    of the file (map_readable, MADV_RANDOM: a fault reads only its own
+ *    page), set up once by the opener before the handle is shared and
+ *    unmapped at close. Any number of threads may read one handle
+ *    concurrently; nothing in the handle is mutated after that.
  *  - Locks: g_locks (guarded by g_lock_mu) lists every lock held by this
  *    process, by canonical path and by (device, inode). A second lock of the
  *    same file from this process is refused before flock() is even tried, so
@@ -62,6 +65,9 @@ typedef struct posix_file {
     char *map;          /* current window, NULL if none */
     uint64_t map_off;   /* file offset of the window */
     uint64_t alloc_end; /* bytes reserved with fallocate */
+    /* Readable files: the read-only mapping, if any. */
+    const char *rmap;
+    uint64_t rmap_len;
 } posix_file_t;
 
 /* Bytes of a log file mapped at a time (also the fallocate step). */
@@ -258,6 +264,22 @@ static int px_pread(env_file_t *fb, uint64_t off, void *buf, size_t n, size_t *n
     return TDB_OK;
 }
 
+/* Map the first n bytes of a readable file (once). */
+static int px_map_readable(env_file_t *fb, uint64_t n, const char **out) {
+    posix_file_t *f = (posix_file_t *)fb;
+    *out = NULL;
+    if (f->writable) return tdb_err(TDB_ERR_INVALID_ARG, "map %s: file opened for writing", f->path);
+    if (f->rmap) return tdb_err(TDB_ERR_INVALID_ARG, "map %s: already mapped", f->path);
+    if (n == 0 || n > (uint64_t)SIZE_MAX) return tdb_err(TDB_ERR_INVALID_ARG, "map %s: %llu bytes", f->path, (unsigned long long)n);
+    void *m = mmap(NULL, (size_t)n, PROT_READ, MAP_SHARED, f->fd, 0);
+    if (m == MAP_FAILED) return os_err(errno, "mmap", f->path);
+    (void)madvise(m, (size_t)n, MADV_RANDOM); /* advice only */
+    f->rmap = (const char *)m;
+    f->rmap_len = n;
+    *out = f->rmap;
+    return TDB_OK;
+}
+
 /* fdatasync the file. */
 static int px_sync(env_file_t *fb) {
     posix_file_t *f = (posix_file_t *)fb;
@@ -288,6 +310,7 @@ static int px_close(env_file_t *fb) {
         if (fstat(f->fd, &st) == 0 && (uint64_t)st.st_size > f->size && ftruncate(f->fd, (off_t)f->size) != 0)
             rc = os_err(errno, "truncate", f->path);
     }
+    if (f->rmap) munmap((void *)f->rmap, (size_t)f->rmap_len);
     /* Never retry close(): on Linux the fd is released even on EINTR. */
     if (close(f->fd) != 0 && errno != EINTR) rc = os_err(errno, "close", f->path);
     free(f->path);
@@ -531,6 +554,7 @@ static env_t g_posix_env = {
     .open_readable = px_open_readable,
     .append = px_append,
     .pread = px_pread,
+    .map_readable = px_map_readable,
     .sync = px_sync,
     .size = px_size,
     .close = px_close,

@@ -138,6 +138,13 @@ typedef struct sst_reader sst_reader_t;
  * starts at 1. */
 int sst_reader_open(env_t *env, const char *path, uint64_t file_number, lru_cache_t *block_cache,
                     sst_reader_t **out);
+/* Read data blocks that were read once already through a read-only
+ * mapping of the file instead of pread (no system call, no copy; still
+ * checksum-verified). First reads keep using pread, so a block that cannot
+ * be read fails with an error, not SIGBUS. A no-op if the env cannot map.
+ * Call right after open, before the reader is shared. On failure the
+ * reader is unchanged (pread only). */
+int sst_reader_map(sst_reader_t *r);
 void sst_reader_ref(sst_reader_t *r);
 /* Drop a reference; closes the file and frees the reader at zero. */
 void sst_reader_unref(sst_reader_t *r);
@@ -165,8 +172,10 @@ uint64_t sst_reader_range_del_seq(const sst_reader_t *r, slice_t user_key, uint6
 /* Verify every block and value record checksum and the key order (reads
  * from disk, bypassing the cache): TDB_OK or CORRUPTION with detail. */
 int sst_reader_verify(sst_reader_t *r);
-/* Data blocks and value records read from disk by this reader so far. */
+/* Data blocks and value records read from disk by this reader so far
+ * (pread or mapping), and those of them read through the mapping. */
 uint64_t sst_reader_disk_reads(const sst_reader_t *r);
+uint64_t sst_reader_map_reads(const sst_reader_t *r);
 
 #ifdef __cplusplus
 }

@@ -3,10 +3,18 @@
  * SSTable (layout in sst/sst.h).
  *
  * Invariants
- *  - After open, everything in sst_reader_t except `refs` and
- *    `disk_reads` (atomics) is immutable, so any number of threads may call
- *    get/iter/may_contain/verify concurrently. The env file supports
- *    concurrent pread; the block cache is internally locked.
+ *  - After open (and sst_reader_map, before the reader is shared),
+ *    everything in sst_reader_t except `refs`, `disk_reads`, `map_reads`
+ *    and the `seen` bytes (atomics) is immutable, so any number of threads
+ *    may call get/iter/may_contain/verify concurrently. The env file
+ *    supports concurrent pread; the block cache is internally locked.
+ *  - Mapped reads (sst_reader_map): a data block is read through the
+ *    mapping only once `seen[i]` is set, which happens after a pread of it
+ *    succeeded; first reads, value records and verify always use pread.
+ *    So a cold block costs one read of exactly its pages (a fault per page
+ *    would not), and a page that cannot be read at all fails a pread with
+ *    an error before it is ever touched through the mapping (SIGBUS). A
+ *    block read through the mapping is checksum-verified like any other.
  *  - The index is decoded at open into `idx` (keys in `idx_keys`), checked
  *    to be strictly increasing, with block handles strictly increasing,
  *    non-overlapping and inside [0, data_end), data_end = start of the
@@ -85,6 +93,9 @@ struct sst_reader {
     rd_list_t rdl;  /* range tombstones */
     rd_frags_t rdf; /* ... fragmented (all sequences, or the top one) */
     int rd_top_only;
+    const char *map;              /* [0, data_end) mapped, or NULL */
+    _Atomic unsigned char *seen;  /* per data block: read once with pread */
+    atomic_uint_fast64_t map_reads;
 };
 
 /* Free a decoded record (header and payload are one allocation). */
@@ -204,8 +215,9 @@ static char *scratch_get(size_t n, char **owned) {
 }
 
 /* Read, verify and decode the record at (off, size): decoded size <= max_raw.
- * The block (header and payload) is allocated once, at its exact size. */
-static int read_record(sst_reader_t *r, uint64_t off, uint64_t size, uint64_t max_raw, const char *what,
+ * blk: its data block index, or -1 for a value record (never mapped). The
+ * block (header and payload) is allocated once, at its exact size. */
+static int read_record(sst_reader_t *r, long blk, uint64_t off, uint64_t size, uint64_t max_raw, const char *what,
                        sst_block_t **out) {
     int rc = TDB_OK;
     char *owned = NULL, *raw;
@@ -214,9 +226,16 @@ static int read_record(sst_reader_t *r, uint64_t off, uint64_t size, uint64_t ma
     const size_t hdr = sizeof(sst_block_t);
     sst_block_t *b = NULL;
     TRY(record_in_bounds(r, off, size, r->data_end, what));
-    raw = scratch_get((size_t)size + SST_TRAILER_SIZE, &owned);
-    if (!raw) RAISE(TDB_ERR_NOMEM, "%s: %s of %llu bytes", r->path, what, (unsigned long long)size);
-    TRY(read_checked(r, off, size, what, raw, &type));
+    if (blk >= 0 && r->map && atomic_load_explicit(&r->seen[blk], memory_order_relaxed)) {
+        raw = (char *)r->map + off; /* in [0, data_end): record_in_bounds */
+        TRY(sst_check_record(raw, size, &type, r->path, what, off));
+        atomic_fetch_add_explicit(&r->map_reads, 1, memory_order_relaxed);
+    } else {
+        raw = scratch_get((size_t)size + SST_TRAILER_SIZE, &owned);
+        if (!raw) RAISE(TDB_ERR_NOMEM, "%s: %s of %llu bytes", r->path, what, (unsigned long long)size);
+        TRY(read_checked(r, off, size, what, raw, &type));
+        if (blk >= 0 && r->map) atomic_store_explicit(&r->seen[blk], 1, memory_order_relaxed);
+    }
     atomic_fetch_add_explicit(&r->disk_reads, 1, memory_order_relaxed);
     slice_t in = slice_make(raw, (size_t)size);
     if ((rc = tdb_decompressed_length((int)type, in, &n)) != TDB_OK) {
@@ -250,7 +269,7 @@ err:
 }
 
 /* Get a decoded record through the block cache (or straight from disk). */
-static int load_record(sst_reader_t *r, uint64_t off, uint64_t size, uint64_t max_raw, int use_cache,
+static int load_record(sst_reader_t *r, long blk, uint64_t off, uint64_t size, uint64_t max_raw, int use_cache,
                        const char *what, block_ref_t *ref) {
     ref->h = NULL;
     ref->blk = NULL;
@@ -262,7 +281,7 @@ static int load_record(sst_reader_t *r, uint64_t off, uint64_t size, uint64_t ma
             return TDB_OK;
         }
     }
-    int rc = read_record(r, off, size, max_raw, what, &ref->blk);
+    int rc = read_record(r, blk, off, size, max_raw, what, &ref->blk);
     if (rc != TDB_OK) return rc;
     if (use_cache && r->cache) {
         /* Charge the allocations too, not only the decoded bytes. */
@@ -274,7 +293,7 @@ static int load_record(sst_reader_t *r, uint64_t off, uint64_t size, uint64_t ma
 
 /* Load data block i of the index. */
 static int load_data_block(sst_reader_t *r, size_t i, int use_cache, block_ref_t *ref) {
-    return load_record(r, r->idx[i].offset, r->idx[i].size, r->ext.max_block_raw, use_cache, "data block", ref);
+    return load_record(r, (long)i, r->idx[i].offset, r->idx[i].size, r->ext.max_block_raw, use_cache, "data block", ref);
 }
 
 /* Resolve a separated value reference into *out (buf_clear then append). */
@@ -292,7 +311,7 @@ static int resolve_value(sst_reader_t *r, slice_t refv, int use_cache, uint64_t 
     if (off >= block_off)
         RAISE(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: value reference %llu not before it", r->path,
               (unsigned long long)block_off, (unsigned long long)off);
-    TRY(load_record(r, off, stored, raw, use_cache, "value record", &ref));
+    TRY(load_record(r, -1, off, stored, raw, use_cache, "value record", &ref));
     if (ref.blk->size != raw)
         RAISE(TDB_ERR_CORRUPTION, "%s: value record at offset %llu: size %zu, expected %u", r->path,
               (unsigned long long)off, ref.blk->size, raw);
@@ -523,7 +542,8 @@ err:
 
 /* Free a reader's memory and close its file. */
 static void reader_free(sst_reader_t *r) {
-    if (r->file) env_close(r->file);
+    if (r->file) env_close(r->file); /* unmaps too */
+    free((void *)r->seen);
     free(r->idx);
     free(r->idx_keys);
     free(r->idx_pfx);
@@ -551,6 +571,7 @@ int sst_reader_open(env_t *env, const char *path, uint64_t file_number, lru_cach
     r->cache = block_cache;
     atomic_init(&r->refs, 1);
     atomic_init(&r->disk_reads, 0);
+    atomic_init(&r->map_reads, 0);
     r->path = strdup(path);
     if (!r->path) RAISE(TDB_ERR_NOMEM, "%s: sst reader", path);
     TRY(env->open_readable(env, path, &r->file));
@@ -620,6 +641,22 @@ err:
     return rc;
 }
 
+/* Map the data blocks' region for repeated reads (see the top). */
+int sst_reader_map(sst_reader_t *r) {
+    if (r->map || r->nblocks == 0 || r->data_end == 0 || !r->env->map_readable) return TDB_OK;
+    _Atomic unsigned char *seen = (_Atomic unsigned char *)calloc(r->nblocks, sizeof *seen);
+    if (!seen) return tdb_err(TDB_ERR_NOMEM, "%s: map of %zu blocks", r->path, r->nblocks);
+    const char *m = NULL;
+    int rc = r->env->map_readable(r->file, r->data_end, &m);
+    if (rc != TDB_OK) {
+        free((void *)seen);
+        return rc;
+    }
+    r->seen = seen;
+    r->map = m;
+    return TDB_OK;
+}
+
 /* Take a reference. */
 void sst_reader_ref(sst_reader_t *r) { atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed); }
 
@@ -635,6 +672,10 @@ uint64_t sst_reader_file_number(const sst_reader_t *r) { return r->file_number; 
 const char *sst_reader_path(const sst_reader_t *r) { return r->path; }
 
 /* Data blocks and value records read from disk so far. */
+uint64_t sst_reader_map_reads(const sst_reader_t *r) {
+    return atomic_load_explicit(&((sst_reader_t *)r)->map_reads, memory_order_relaxed);
+}
+
 uint64_t sst_reader_disk_reads(const sst_reader_t *r) {
     return atomic_load_explicit(&((sst_reader_t *)r)->disk_reads, memory_order_relaxed);
 }

@@ -12,6 +12,7 @@ struct table_cache {
     char *dbdir;
     lru_cache_t *readers;     /* value: sst_reader_t*, one reader ref each */
     lru_cache_t *block_cache; /* borrowed */
+    int map_reads;            /* sst_reader_map every opened table */
 };
 
 /* LRU deleter: drop the cache's reader reference. */
@@ -43,6 +44,9 @@ table_cache_t *table_cache_create(env_t *env, const char *dbdir, int max_open, l
     return tc;
 }
 
+/* Map tables opened from now on (sst_reader_map). */
+void table_cache_set_map_reads(table_cache_t *tc, int on) { tc->map_reads = on; }
+
 /* Close every cached reader and free tc. */
 void table_cache_destroy(table_cache_t *tc) {
     if (!tc) return;
@@ -67,6 +71,8 @@ int table_cache_get(table_cache_t *tc, uint64_t number, sst_reader_t **out) {
     sst_reader_t *r = NULL;
     int rc = sst_reader_open(tc->env, path, number, tc->block_cache, &r);
     if (rc != TDB_OK) return rc;
+    /* A table that cannot be mapped is still read, with pread only. */
+    if (tc->map_reads) (void)sst_reader_map(r);
     sst_reader_ref(r); /* the caller's reference; the open one goes to the cache */
     h = lru_cache_insert(tc->readers, number, 0, r, 1);
     if (!h) {

@@ -32,6 +32,9 @@ typedef struct table_cache table_cache_t;
 /* max_open <= 0 caches nothing (every get opens the file). block_cache may be
  * NULL. dbdir is copied. NULL on OOM. */
 table_cache_t *table_cache_create(env_t *env, const char *dbdir, int max_open, lru_cache_t *block_cache);
+/* on: tables opened from now on read repeated blocks through a mapping
+ * (sst_reader_map; off by default). Call before tc is shared. */
+void table_cache_set_map_reads(table_cache_t *tc, int on);
 /* All readers obtained from tc must have been unref'd or stay valid on their
  * own refs; closes the cached ones. */
 void table_cache_destroy(table_cache_t *tc);

@@ -4,8 +4,8 @@
  *
  * Process model
  *  - The parent forks one child per engine before it starts any thread.
- *    A child owns its engine for the whole run, so peak RSS (VmHWM) and
- *    /proc/self/io are that engine's alone.
+ *    A child owns its engine for the whole run, so its peak anonymous RSS
+ *    (sampled, see sysstat.h) and /proc/self/io are that engine's alone.
  *  - The parent runs the workload list step by step; for each step it asks
  *    every engine in turn (one at a time, the order rotated each step so no
  *    engine always goes first) and waits for its result on a pipe. Engines
@@ -126,6 +126,8 @@ static int read_full(int fd, void *buf, size_t n, int timeout_ms)
 static void child_main(const engine_vtable_t *vt, const bench_opts_t *o,
                        const workload_t *wl, int nsteps, int in, int out)
 {
+    if (sys_rss_sampler_start() != 0)
+        fprintf(stderr, "%s: no RSS sampler thread; peak RSS is sampled per step only\n", vt->name);
     engine_run_t *r = engine_run_new(vt, o);
     int32_t cmd;
     while (read_full(in, &cmd, sizeof(cmd), -1) == 0 && cmd >= 0 && cmd < nsteps) {
@@ -266,7 +268,11 @@ static void print_header(const bench_opts_t *o, child_t *kids, int nk)
            "  Latency is per operation (per batch for batched writes); p99.9 etc."
            " in microseconds.\n"
            "  cpu-us/op = process user+sys CPU (all threads, settle included) per"
-           " operation.\n\n");
+           " operation.\n"
+           "  RSS-MB = peak anonymous resident memory (statm resident - shared,"
+           " sampled every 10 ms):\n"
+           "  file pages are page cache, counted in plain RSS only for engines"
+           " that map their files.\n\n");
     fflush(stdout);
 }
 

@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,11 +61,58 @@ uint64_t sys_cpu_ns(void)
            ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000u;
 }
 
-/* VmHWM of /proc/self/status, in bytes. */
+static _Atomic int64_t sys_anon_peak = -1;
+
+/* Anonymous resident bytes now: (resident - shared) pages of statm. */
+static int64_t sys_anon_now(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return -1;
+    long long size, resident, shared;
+    int n = fscanf(f, "%lld %lld %lld", &size, &resident, &shared);
+    fclose(f);
+    if (n != 3 || resident < shared)
+        return -1;
+    return (int64_t)(resident - shared) * (int64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Raise the recorded peak to the current value. */
+static void sys_anon_sample(void)
+{
+    int64_t v = sys_anon_now(), p = atomic_load(&sys_anon_peak);
+    while (v > p && !atomic_compare_exchange_weak(&sys_anon_peak, &p, v))
+        ;
+}
+
+/* Sampler thread body. */
+static void *sys_anon_sampler(void *arg)
+{
+    (void)arg;
+    const struct timespec tick = {0, 10 * 1000 * 1000};
+    for (;;) {
+        sys_anon_sample();
+        nanosleep(&tick, NULL);
+    }
+    return NULL;
+}
+
+/* Start the sampler thread (detached; it ends with the process). */
+int sys_rss_sampler_start(void)
+{
+    pthread_t t;
+    sys_anon_sample();
+    if (pthread_create(&t, NULL, sys_anon_sampler, NULL) != 0)
+        return -1;
+    pthread_detach(t);
+    return 0;
+}
+
+/* Peak anonymous resident bytes seen so far. */
 int64_t sys_peak_rss_bytes(void)
 {
-    int64_t kb = sys_proc_field("/proc/self/status", "VmHWM");
-    return kb < 0 ? -1 : kb * 1024;
+    sys_anon_sample();
+    return atomic_load(&sys_anon_peak);
 }
 
 static uint64_t sys_walk_total; /* nftw callbacks take no user pointer */

@@ -3,7 +3,7 @@
  *
  * Every figure here is taken the same way for every engine: each engine
  * runs in its own forked child process, so /proc/self/io and the peak
- * resident set (VmHWM) belong to that engine alone.
+ * anonymous resident set belong to that engine alone.
  */
 #ifndef TDB_BENCH_SYSSTAT_H
 #define TDB_BENCH_SYSSTAT_H
@@ -19,7 +19,15 @@ int64_t sys_io_write_bytes(void);
 /* CPU time (user + system) used so far by every thread of this process,
  * in nanoseconds (getrusage RUSAGE_SELF); 0 if unavailable. */
 uint64_t sys_cpu_ns(void);
-/* Peak resident set of this process in bytes (VmHWM); -1 if unavailable. */
+/* Start sampling this process's anonymous resident memory (resident minus
+ * file-backed and shared pages, /proc/self/statm) every 10 ms in a
+ * background thread; 0 on success. Anonymous because file pages are the
+ * OS page cache: an engine that reads its files with pread has them
+ * there uncounted, one that maps them (LevelDB; TidesDB's mmap_reads)
+ * would have the same pages counted in its plain RSS. */
+int sys_rss_sampler_start(void);
+/* Largest anonymous resident set seen so far (sampler and this call), in
+ * bytes; -1 if unavailable. */
 int64_t sys_peak_rss_bytes(void);
 /* Sum of the apparent sizes of the regular files under dir. */
 uint64_t sys_dir_bytes(const char *dir);
