@@ -28,11 +28,13 @@ TEST(BlockPool, CapacityIsTheSizeClassAndLargeBuffersPassThrough) {
     size_t cap = 0;
     void *p = block_pool_get(1, &cap);
     ASSERT_NE(p, nullptr);
-    EXPECT_EQ(cap, 512u);
+    EXPECT_EQ(cap, 64u);
+    EXPECT_EQ(0u, (uintptr_t)p % 64);
     block_pool_put(p, cap);
     p = block_pool_get(4096 + 100, &cap);
     ASSERT_NE(p, nullptr);
-    EXPECT_EQ(cap, 4608u);
+    EXPECT_EQ(cap, 4224u);
+    EXPECT_EQ(0u, (uintptr_t)p % 64);
     memset(p, 0xab, cap);  // the whole capacity is usable
     block_pool_put(p, cap);
     p = block_pool_get(64 << 10, &cap);
@@ -40,7 +42,8 @@ TEST(BlockPool, CapacityIsTheSizeClassAndLargeBuffersPassThrough) {
     block_pool_put(p, cap);
     p = block_pool_get((64 << 10) + 1, &cap);
     ASSERT_NE(p, nullptr);
-    EXPECT_EQ(cap, (64u << 10) + 1);  // not pooled: exact
+    EXPECT_EQ(cap, (64u << 10) + 64);  // not pooled: rounded to 64 only
+    EXPECT_EQ(0u, (uintptr_t)p % 64);
     block_pool_put(p, cap);
 }
 
@@ -55,7 +58,7 @@ TEST(BlockPool, AFreedBufferIsReusedByAnotherThread) {
     block_pool_stats(&after);
     EXPECT_EQ(after.kept_bytes, before.kept_bytes + cap);
     size_t cap2 = 0;
-    void *q = block_pool_get(2900, &cap2);  // same class
+    void *q = block_pool_get(2990, &cap2);  // same class (3008)
     EXPECT_EQ(q, p);
     EXPECT_EQ(cap2, cap);
     block_pool_stats(&after);

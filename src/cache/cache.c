@@ -37,6 +37,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,17 +48,24 @@
 #define CACHE_HASH_SEED 0x63616368655f7464ull /* "cache_td" */
 #define INITIAL_SLOTS 32
 
+/* What a lookup touches (key, value, refs, bits) comes first, within 40
+ * bytes, so an entry embedded right after a 24-byte header on a 64-byte
+ * boundary (sst_block_t) shares one cache line with that header. */
 struct lru_handle {
     uint64_t k1, k2, hash;
     void *value;
-    size_t charge;
-    struct lru_handle *next_dead; /* link of a list of entries to free */
-    struct lru_handle *prev, *next; /* the list, while in_cache */
     uint32_t refs;
     bool in_cache;
     bool referenced; /* looked up since it last passed the list's head */
+    bool embedded;   /* lives inside value: freed by the deleter, not free() */
+    size_t charge;
+    struct lru_handle *next_dead; /* link of a list of entries to free */
+    struct lru_handle *prev, *next; /* the list, while in_cache */
 };
 typedef struct lru_handle entry_t;
+
+_Static_assert(sizeof(entry_t) <= LRU_HANDLE_SPACE, "LRU_HANDLE_SPACE too small");
+_Static_assert(offsetof(entry_t, embedded) < 40, "hot entry fields past 40 bytes");
 
 typedef struct slot {
     uint64_t hash;
@@ -209,8 +217,9 @@ static void evict(shard_t *s, entry_t **dead) {
 static void free_dead(lru_cache_t *c, entry_t *dead) {
     while (dead) {
         entry_t *next = dead->next_dead;
+        bool embedded = dead->embedded; /* the deleter frees an embedded entry */
         if (c->deleter) c->deleter(dead->value, c->ctx);
-        free(dead);
+        if (!embedded) free(dead);
         dead = next;
     }
 }
@@ -294,11 +303,11 @@ lru_handle_t *lru_cache_lookup(lru_cache_t *c, uint64_t k1, uint64_t k2) {
     return e;
 }
 
-/* Insert value under (k1,k2), replacing any entry with that key; returns it pinned. */
-lru_handle_t *lru_cache_insert(lru_cache_t *c, uint64_t k1, uint64_t k2, void *value, size_t charge) {
-    entry_t *e = (entry_t *)malloc(sizeof(*e));
-    if (!e) return NULL;
+/* Insert e (fresh memory for an entry) holding value under (k1,k2). */
+static lru_handle_t *insert_entry(lru_cache_t *c, entry_t *e, bool embedded, uint64_t k1, uint64_t k2, void *value,
+                                  size_t charge) {
     uint64_t h = key_hash(k1, k2);
+    e->embedded = embedded;
     e->k1 = k1;
     e->k2 = k2;
     e->hash = h;
@@ -330,6 +339,18 @@ lru_handle_t *lru_cache_insert(lru_cache_t *c, uint64_t k1, uint64_t k2, void *v
     pthread_mutex_unlock(&s->mu);
     free_dead(c, dead);
     return e;
+}
+
+/* Insert value under (k1,k2), replacing any entry with that key; returns it pinned. */
+lru_handle_t *lru_cache_insert(lru_cache_t *c, uint64_t k1, uint64_t k2, void *value, size_t charge) {
+    entry_t *e = (entry_t *)malloc(sizeof(*e));
+    return e ? insert_entry(c, e, false, k1, k2, value, charge) : NULL;
+}
+
+/* Insert with the entry kept in `space`, inside value. */
+lru_handle_t *lru_cache_insert_embedded(lru_cache_t *c, uint64_t k1, uint64_t k2, void *value, size_t charge,
+                                        void *space) {
+    return insert_entry(c, (entry_t *)space, true, k1, k2, value, charge);
 }
 
 /* The value a handle pins. */

@@ -43,6 +43,15 @@ lru_handle_t *lru_cache_lookup(lru_cache_t *c, uint64_t k1, uint64_t k2);
  * capacity. The cache may exceed capacity only by pinned entries. NULL on
  * OOM (value is then NOT owned: caller frees). */
 lru_handle_t *lru_cache_insert(lru_cache_t *c, uint64_t k1, uint64_t k2, void *value, size_t charge);
+/* Bytes an entry needs when kept inside its value (see below); a multiple
+ * of 8. */
+#define LRU_HANDLE_SPACE 80
+/* Like lru_cache_insert, but the entry lives in `space` (LRU_HANDLE_SPACE
+ * bytes, 8-aligned, inside value's allocation, which the deleter frees):
+ * no allocation, so never NULL, and a lookup's entry access lands in
+ * memory the value's user touches next anyway. */
+lru_handle_t *lru_cache_insert_embedded(lru_cache_t *c, uint64_t k1, uint64_t k2, void *value, size_t charge,
+                                        void *space);
 void *lru_handle_value(const lru_handle_t *h);
 void lru_cache_release(lru_cache_t *c, lru_handle_t *h);
 /* Drop if present (freed when unpinned). */
