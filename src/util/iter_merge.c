@@ -16,6 +16,10 @@
  *    (key, index), heap[0] == cur.
  *  - With n <= LINEAR_MAX the heap is not kept; the current child is found
  *    by a linear scan over all valid children (cheaper for tiny n).
+ *  - `ok[i]` / `key[i]` cache child i's validity and key, reloaded right
+ *    after every move of child i (a key slice stays valid until its
+ *    iterator moves), so ordering children costs no call into them: that
+ *    was a quarter of a cached 100-entry scan's profile.
  *  - Switching direction (next after prev, or prev after next) repositions
  *    every non-current child relative to the current key, as LevelDB's
  *    MergingIterator does, then rebuilds the heap.
@@ -45,11 +49,20 @@ typedef struct merge_iter {
     int hn;    /* heap size (heap mode only) */
     int *heap; /* child indices, n slots */
     iter_t **child;
+    slice_t *key;      /* key[i]: child i's key while ok[i] */
+    unsigned char *ok; /* ok[i]: child i is valid */
 } merge_iter_t;
+
+/* Reload the cached validity and key of child i after it moved. */
+static inline void merge_load(merge_iter_t *m, int i) {
+    iter_t *c = m->child[i];
+    m->ok[i] = iter_valid(c) ? 1 : 0;
+    if (m->ok[i]) m->key[i] = iter_key(c);
+}
 
 /* Does child a come before child b in the current direction's heap order? */
 static int merge_before(const merge_iter_t *m, int a, int b) {
-    int c = m->cmp(iter_key(m->child[a]), iter_key(m->child[b]));
+    int c = m->cmp(m->key[a], m->key[b]);
     if (m->dir == DIR_FORWARD) return c < 0 || (c == 0 && a < b);
     return c > 0 || (c == 0 && a > b);
 }
@@ -79,7 +92,7 @@ static void merge_rebuild(merge_iter_t *m) {
     m->cur = -1;
     if (m->n <= LINEAR_MAX) {
         for (int i = 0; i < m->n; i++) {
-            if (!iter_valid(m->child[i])) {
+            if (!m->ok[i]) {
                 merge_note_invalid(m, i);
             } else if (m->cur < 0 || merge_before(m, i, m->cur)) {
                 m->cur = i;
@@ -89,7 +102,7 @@ static void merge_rebuild(merge_iter_t *m) {
     }
     m->hn = 0;
     for (int i = 0; i < m->n; i++) {
-        if (iter_valid(m->child[i])) m->heap[m->hn++] = i;
+        if (m->ok[i]) m->heap[m->hn++] = i;
         else merge_note_invalid(m, i);
     }
     for (int k = m->hn / 2 - 1; k >= 0; k--) merge_sift_down(m, k);
@@ -102,7 +115,7 @@ static void merge_fix_current(merge_iter_t *m) {
         merge_rebuild(m);
         return;
     }
-    if (!iter_valid(m->child[m->heap[0]])) {
+    if (!m->ok[m->heap[0]]) {
         merge_note_invalid(m, m->heap[0]);
         m->heap[0] = m->heap[--m->hn];
     }
@@ -121,7 +134,10 @@ static void merge_seek_to_first(iter_t *it) {
     merge_iter_t *m = (merge_iter_t *)it;
     m->err = TDB_OK;
     m->dir = DIR_FORWARD;
-    for (int i = 0; i < m->n; i++) iter_seek_to_first(m->child[i]);
+    for (int i = 0; i < m->n; i++) {
+        iter_seek_to_first(m->child[i]);
+        merge_load(m, i);
+    }
     merge_rebuild(m);
 }
 
@@ -130,7 +146,10 @@ static void merge_seek_to_last(iter_t *it) {
     merge_iter_t *m = (merge_iter_t *)it;
     m->err = TDB_OK;
     m->dir = DIR_REVERSE;
-    for (int i = 0; i < m->n; i++) iter_seek_to_last(m->child[i]);
+    for (int i = 0; i < m->n; i++) {
+        iter_seek_to_last(m->child[i]);
+        merge_load(m, i);
+    }
     merge_rebuild(m);
 }
 
@@ -139,7 +158,10 @@ static void merge_seek(iter_t *it, slice_t t) {
     merge_iter_t *m = (merge_iter_t *)it;
     m->err = TDB_OK;
     m->dir = DIR_FORWARD;
-    for (int i = 0; i < m->n; i++) iter_seek(m->child[i], t);
+    for (int i = 0; i < m->n; i++) {
+        iter_seek(m->child[i], t);
+        merge_load(m, i);
+    }
     merge_rebuild(m);
 }
 
@@ -160,13 +182,16 @@ static void merge_next(iter_t *it) {
             iter_seek(ch, key);
             if (i < c)
                 while (iter_valid(ch) && m->cmp(iter_key(ch), key) == 0) iter_next(ch);
+            merge_load(m, i);
         }
         iter_next(cc);
+        merge_load(m, c);
         m->dir = DIR_FORWARD;
         merge_rebuild(m);
         return;
     }
     iter_next(cc);
+    merge_load(m, c);
     merge_fix_current(m);
 }
 
@@ -189,20 +214,23 @@ static void merge_prev(iter_t *it) {
                 while (iter_valid(ch) && m->cmp(iter_key(ch), key) == 0) iter_next(ch);
             if (iter_valid(ch)) iter_prev(ch);
             else if (iter_status(ch) == TDB_OK) iter_seek_to_last(ch);
+            merge_load(m, i);
         }
         iter_prev(cc);
+        merge_load(m, c);
         m->dir = DIR_REVERSE;
         merge_rebuild(m);
         return;
     }
     iter_prev(cc);
+    merge_load(m, c);
     merge_fix_current(m);
 }
 
 /* Key of the current child. */
 static slice_t merge_key(const iter_t *it) {
     const merge_iter_t *m = (const merge_iter_t *)it;
-    return iter_key(m->child[m->cur]);
+    return m->key[m->cur];
 }
 
 /* Value of the current child. */
@@ -237,7 +265,7 @@ static const iter_ops_t g_merge_ops = {
 iter_t *iter_merge(iter_t **children, int n, key_cmp_fn cmp) {
     if (n <= 0) return iter_empty(TDB_OK);
     if (n == 1) return children[0];
-    size_t sz = sizeof(merge_iter_t) + (size_t)n * (sizeof(int) + sizeof(iter_t *));
+    size_t sz = sizeof(merge_iter_t) + (size_t)n * (sizeof(iter_t *) + sizeof(slice_t) + sizeof(int) + 1);
     merge_iter_t *m = (merge_iter_t *)malloc(sz);
     if (!m) {
         for (int i = 0; i < n; i++) iter_destroy(children[i]);
@@ -252,7 +280,12 @@ iter_t *iter_merge(iter_t **children, int n, key_cmp_fn cmp) {
     m->err = TDB_OK;
     m->hn = 0;
     m->child = (iter_t **)(m + 1);
-    m->heap = (int *)(m->child + n);
-    for (int i = 0; i < n; i++) m->child[i] = children[i];
+    m->key = (slice_t *)(m->child + n);
+    m->heap = (int *)(m->key + n);
+    m->ok = (unsigned char *)(m->heap + n);
+    for (int i = 0; i < n; i++) {
+        m->child[i] = children[i];
+        m->ok[i] = 0;
+    }
     return &m->base;
 }
