@@ -28,12 +28,12 @@ TEST(BlockPool, CapacityIsTheSizeClassAndLargeBuffersPassThrough) {
     size_t cap = 0;
     void *p = block_pool_get(1, &cap);
     ASSERT_NE(p, nullptr);
-    EXPECT_EQ(cap, 64u);
+    EXPECT_EQ(cap, 512u);
     EXPECT_EQ(0u, (uintptr_t)p % 64);
     block_pool_put(p, cap);
     p = block_pool_get(4096 + 100, &cap);
     ASSERT_NE(p, nullptr);
-    EXPECT_EQ(cap, 4224u);
+    EXPECT_EQ(cap, 4608u);
     EXPECT_EQ(0u, (uintptr_t)p % 64);
     memset(p, 0xab, cap);  // the whole capacity is usable
     block_pool_put(p, cap);
@@ -58,7 +58,7 @@ TEST(BlockPool, AFreedBufferIsReusedByAnotherThread) {
     block_pool_stats(&after);
     EXPECT_EQ(after.kept_bytes, before.kept_bytes + cap);
     size_t cap2 = 0;
-    void *q = block_pool_get(2990, &cap2);  // same class (3008)
+    void *q = block_pool_get(2900, &cap2);  // same class (3072)
     EXPECT_EQ(q, p);
     EXPECT_EQ(cap2, cap);
     block_pool_stats(&after);

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#define POOL_CLASS_BYTES 64u
+#define POOL_CLASS_BYTES 512u
 #define POOL_MAX_BYTES (64u << 10)
 #define POOL_CLASSES (POOL_MAX_BYTES / POOL_CLASS_BYTES)
 #define POOL_KEEP_BYTES ((size_t)8 << 20)
