@@ -107,6 +107,13 @@ void BuildTable(const std::string &path, const std::vector<Entry> &es, const sst
     ASSERT_EQ(TDB_OK, sst_builder_finish(b, props)) << tdb_last_error();
 }
 
+// The same, when the test needs no properties.
+void BuildTable(const std::string &path, const std::vector<Entry> &es, const sst_options_t &o) {
+    sst_props_t props;
+    BuildTable(path, es, o, &props);
+    sst_props_free(&props);
+}
+
 // Reference lookup: newest version of user with seq <= snap.
 const Entry *RefGet(const std::vector<Entry> &es, const std::string &user, uint64_t snap) {
     Entry probe{user, snap > SEQ_MAX ? SEQ_MAX : snap, KT_SEEK, ""};
@@ -502,9 +509,7 @@ TEST(Sst, LargeKeysAndValuesWithoutSeparation) {
         std::string user = std::string(1000 + i * 10, 'u') + Key(i);
         es.push_back(Entry{user, 100, KT_PUT, Value(i, (size_t)(i % 20) * 3000)});
     }
-    sst_props_t props;
-    BuildTable(path, es, Opts(TDB_COMPRESS_ZSTD, 4096), &props);
-    sst_props_free(&props);
+    BuildTable(path, es, Opts(TDB_COMPRESS_ZSTD, 4096));
     sst_reader_t *r = nullptr;
     ASSERT_EQ(TDB_OK, sst_reader_open(env_posix(), path.c_str(), 1, nullptr, &r));
     buf_t val{};
@@ -522,9 +527,7 @@ TEST(Sst, ConcurrentGets) {
     TempDir dir;
     std::string path = dir.file("c.sst");
     auto es = MakeEntries(50000, 21, 100, 3000, 8);
-    sst_props_t props;
-    BuildTable(path, es, Opts(TDB_COMPRESS_LZ4, 4096, 0.01, 1024), &props);
-    sst_props_free(&props);
+    BuildTable(path, es, Opts(TDB_COMPRESS_LZ4, 4096, 0.01, 1024));
     lru_cache_t *cache = NewCache(256 << 10);  // small: constant eviction
     sst_reader_t *r = nullptr;
     ASSERT_EQ(TDB_OK, sst_reader_open(env_posix(), path.c_str(), 5, cache, &r));
@@ -560,9 +563,7 @@ TEST(Sst, IteratorKeepsReaderAlive) {
     TempDir dir;
     std::string path = dir.file("a.sst");
     auto es = MakeEntries(1000, 23);
-    sst_props_t props;
-    BuildTable(path, es, Opts(TDB_COMPRESS_NONE, 4096), &props);
-    sst_props_free(&props);
+    BuildTable(path, es, Opts(TDB_COMPRESS_NONE, 4096));
     sst_reader_t *r = nullptr;
     ASSERT_EQ(TDB_OK, sst_reader_open(env_posix(), path.c_str(), 1, nullptr, &r));
     iter_t *it = sst_reader_iter(r);
@@ -577,9 +578,7 @@ TEST(Sst, CacheServesRepeatedReads) {
     TempDir dir;
     std::string path = dir.file("r.sst");
     auto es = MakeEntries(5000, 29, 100, 2000, 5);
-    sst_props_t props;
-    BuildTable(path, es, Opts(TDB_COMPRESS_SNAPPY, 4096, 0.01, 512), &props);
-    sst_props_free(&props);
+    BuildTable(path, es, Opts(TDB_COMPRESS_SNAPPY, 4096, 0.01, 512));
     lru_cache_t *cache = NewCache(16 << 20);
     sst_reader_t *r = nullptr;
     ASSERT_EQ(TDB_OK, sst_reader_open(env_posix(), path.c_str(), 6, cache, &r));
@@ -611,9 +610,7 @@ TEST(Sst, MappedReadsServeRepeatedBlocksAndStillVerify) {
     TempDir dir;
     std::string path = dir.file("m.sst");
     auto es = MakeEntries(4000, 31, 100, 2000, 7);
-    sst_props_t props;
-    BuildTable(path, es, Opts(TDB_COMPRESS_LZ4, 1024, 0.01, 512), &props);
-    sst_props_free(&props);
+    BuildTable(path, es, Opts(TDB_COMPRESS_LZ4, 1024, 0.01, 512));
     sst_reader_t *r = nullptr;
     ASSERT_EQ(TDB_OK, sst_reader_open(env_posix(), path.c_str(), 6, nullptr, &r));  // no cache
     ASSERT_EQ(TDB_OK, sst_reader_map(r)) << tdb_last_error();
@@ -656,8 +653,7 @@ TEST(Sst, MappedReadsServeRepeatedBlocksAndStillVerify) {
     // An env that cannot map: sst_reader_map is a no-op, reads use pread.
     env_t nomap = *env_posix();
     nomap.map_readable = nullptr;
-    BuildTable(path, es, Opts(TDB_COMPRESS_LZ4, 1024, 0.01, 512), &props);
-    sst_props_free(&props);
+    BuildTable(path, es, Opts(TDB_COMPRESS_LZ4, 1024, 0.01, 512));
     ASSERT_EQ(TDB_OK, sst_reader_open(&nomap, path.c_str(), 7, nullptr, &r));
     ASSERT_EQ(TDB_OK, sst_reader_map(r));
     for (int pass = 0; pass < 2; pass++)

@@ -54,17 +54,12 @@ static inline size_t class_of(size_t cap) { return cap / POOL_CLASS_BYTES - 1; }
 
 void *block_pool_get(size_t n, size_t *cap) {
     if (n == 0) n = 1;
-    if (n > POOL_MAX_BYTES) {
-        size_t c = (n + POOL_ALIGN - 1) / POOL_ALIGN * POOL_ALIGN;
-        *cap = c;
-        atomic_fetch_add_explicit(&g_allocated, 1, memory_order_relaxed);
-        return aligned_alloc(POOL_ALIGN, c);
-    }
-    size_t c = (n + POOL_CLASS_BYTES - 1) / POOL_CLASS_BYTES * POOL_CLASS_BYTES;
+    size_t unit = n > POOL_MAX_BYTES ? POOL_ALIGN : POOL_CLASS_BYTES; /* beyond the classes: not pooled */
+    size_t c = (n + unit - 1) / unit * unit;
     *cap = c;
-    pool_class_t *k = &g_classes[class_of(c)];
     pthread_once(&g_once, pool_init);
-    if (POOL_ENABLED && atomic_load_explicit(&g_kept, memory_order_relaxed) >= c) {
+    if (POOL_ENABLED && n <= POOL_MAX_BYTES && atomic_load_explicit(&g_kept, memory_order_relaxed) >= c) {
+        pool_class_t *k = &g_classes[class_of(c)];
         pthread_mutex_lock(&k->mu);
         free_buf_t *b = k->head;
         if (b) k->head = b->next;

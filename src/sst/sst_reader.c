@@ -648,7 +648,7 @@ err:
 
 /* Map the data blocks' region for repeated reads (see the top). */
 int sst_reader_map(sst_reader_t *r) {
-    if (r->map || r->nblocks == 0 || r->data_end == 0 || !r->env->map_readable) return TDB_OK;
+    if (r->map || r->nblocks == 0 || !r->env->map_readable) return TDB_OK; /* blocks: data_end > 0 */
     _Atomic unsigned char *seen = (_Atomic unsigned char *)calloc(r->nblocks, sizeof *seen);
     if (!seen) return tdb_err(TDB_ERR_NOMEM, "%s: map of %zu blocks", r->path, r->nblocks);
     const char *m = NULL;
@@ -676,13 +676,14 @@ const sst_props_t *sst_reader_props(const sst_reader_t *r) { return &r->props; }
 uint64_t sst_reader_file_number(const sst_reader_t *r) { return r->file_number; }
 const char *sst_reader_path(const sst_reader_t *r) { return r->path; }
 
-/* Data blocks and value records read from disk so far. */
-uint64_t sst_reader_map_reads(const sst_reader_t *r) {
-    return atomic_load_explicit(&((sst_reader_t *)r)->map_reads, memory_order_relaxed);
-}
-
+/* Data blocks and value records read from disk so far (pread or mapping). */
 uint64_t sst_reader_disk_reads(const sst_reader_t *r) {
     return atomic_load_explicit(&((sst_reader_t *)r)->disk_reads, memory_order_relaxed);
+}
+
+/* ...of them, data blocks read through the mapping. */
+uint64_t sst_reader_map_reads(const sst_reader_t *r) {
+    return atomic_load_explicit(&((sst_reader_t *)r)->map_reads, memory_order_relaxed);
 }
 
 /* The table's range tombstones. */

@@ -485,9 +485,10 @@ void compaction_release(compaction_state_t *s, compaction_t *c) {
 int compaction_cut_keys(const compaction_t *c, version_t *v, slice_t **keys, int *n) {
     *keys = NULL;
     *n = 0;
+    if (c->bottommost) return TDB_OK;
     int l = c->output_level + 1;
     while (l < TDB_MAX_LEVELS && version_num_files(v, l) == 0) l++;
-    if (l >= TDB_MAX_LEVELS || c->bottommost) return TDB_OK;
+    if (l >= TDB_MAX_LEVELS) return TDB_OK;
     int nf = version_num_files(v, l), cnt = 0;
     slice_t *k = (slice_t *)malloc((size_t)nf * sizeof *k);
     if (!k) return tdb_err(TDB_ERR_NOMEM, "compaction: %d cut keys", nf);
