@@ -400,3 +400,62 @@ TEST_F(CacheTest, ConcurrentLookupsAndInserts) {
     c = nullptr;
     EXPECT_EQ(t.total.load(), next.load());
 }
+
+// Prefetch hints take no lock and change nothing: not the contents, not the
+// hit/miss counters, for present and absent keys, across table growth.
+TEST_F(CacheTest, PrefetchHintsChangeNothing) {
+    Make(1 << 20, 2);
+    for (int i = 0; i < 3000; i++) {  // grows every shard's table several times
+        Put(7, (uint64_t)i, i);
+        for (int stage = 0; stage < 2; stage++) {
+            lru_cache_prefetch(c, lru_cache_key_hash(7, (uint64_t)i), stage);
+            lru_cache_prefetch(c, lru_cache_key_hash(8, (uint64_t)i), stage);  // absent
+        }
+    }
+    lru_stats_t before = Stats();
+    EXPECT_EQ(0u, before.hits + before.misses);
+    EXPECT_EQ(3000u, before.entries);
+    for (int i = 0; i < 3000; i++) EXPECT_EQ(i, Get(7, (uint64_t)i));
+    EXPECT_EQ(-1, Get(8, 0));
+    lru_stats_t after = Stats();
+    EXPECT_EQ(3000u, after.hits);
+    EXPECT_EQ(1u, after.misses);
+}
+
+// Hints race with inserts (which grow and retire slot arrays), evictions
+// and erases: the ASan and TSan builds check that a hint never reads freed
+// memory and never races with a slot write.
+TEST_F(CacheTest, PrefetchHintsRaceWithWriters) {
+    Make(3000, 1);
+    std::atomic<bool> stop{false};
+    std::atomic<int> next{0};
+    std::thread writer([&] {
+        std::mt19937 rng(7);
+        for (int i = 0; i < 60000; i++) {
+            uint64_t k2 = rng() % 8192;
+            if (rng() % 8 == 0) {
+                lru_cache_erase(c, 1, k2);
+            } else {
+                lru_handle_t *h = lru_cache_insert(c, 1, k2, new int(next++), 1);
+                ASSERT_NE(h, nullptr);
+                lru_cache_release(c, h);
+            }
+        }
+        stop = true;
+    });
+    std::vector<std::thread> hinters;
+    for (int t = 0; t < 2; t++) {
+        hinters.emplace_back([&, t] {
+            std::mt19937 rng(100 + t);
+            while (!stop) {
+                uint64_t h = lru_cache_key_hash(1, rng() % 8192);
+                lru_cache_prefetch(c, h, 0);
+                lru_cache_prefetch(c, h, 1);
+            }
+        });
+    }
+    writer.join();
+    for (auto &t : hinters) t.join();
+    EXPECT_LE(Stats().usage, 3000u);
+    EXPECT_EQ(0u, Stats().hits + Stats().misses);
+}

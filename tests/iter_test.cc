@@ -90,7 +90,7 @@ void VecDestroy(iter_t *it) {
 }
 
 const iter_ops_t kVecOps = {VecValid, VecFirst, VecLast,  VecSeek,   VecNext,
-                            VecPrev,  VecKey,   VecValue, VecStatus, VecDestroy};
+                            VecPrev,  VecKey,   VecValue, VecStatus, VecDestroy, nullptr};
 
 iter_t *NewVec(Entries data, int *destroyed = nullptr) {
     std::sort(data.begin(), data.end());
@@ -380,5 +380,81 @@ TEST(IterMerge, ErrorDuringDirectionSwitch) {
     iter_prev(m);
     EXPECT_FALSE(iter_valid(m));
     EXPECT_EQ(iter_status(m), TDB_ERR_IO);
+    iter_destroy(m);
+}
+
+namespace {
+
+// A child that records its seek_prepare stages and seeks in a shared log.
+struct PrepIter {
+    VecIter v;  // first: the ops below cast back to it
+    int id;
+    int stages;  // stages it asks for (stage 0 .. stages-1)
+    std::vector<std::string> *log;
+    const char *prepared_for;
+};
+
+int PrepStage(iter_t *it, slice_t t, int stage) {
+    PrepIter *p = reinterpret_cast<PrepIter *>(it);
+    p->log->push_back("p" + std::to_string(p->id) + "." + std::to_string(stage));
+    if (stage == 0) p->prepared_for = t.data;
+    return stage + 1 < p->stages;
+}
+void PrepSeek(iter_t *it, slice_t t) {
+    PrepIter *p = reinterpret_cast<PrepIter *>(it);
+    p->log->push_back(std::string("s") + std::to_string(p->id) + (p->prepared_for == t.data ? "=" : "!"));
+    VecSeek(it, t);
+}
+void PrepDestroy(iter_t *it) {
+    PrepIter *p = reinterpret_cast<PrepIter *>(it);
+    delete p->v.s;
+    delete p;
+}
+
+const iter_ops_t kPrepOps = {VecValid, VecFirst, VecLast,  PrepSeek,  VecNext,
+                             VecPrev,  VecKey,   VecValue, VecStatus, PrepDestroy, PrepStage};
+
+iter_t *NewPrep(Entries data, int id, int stages, std::vector<std::string> *log) {
+    std::sort(data.begin(), data.end());
+    PrepIter *p = new PrepIter;
+    p->v.base.ops = &kPrepOps;
+    p->v.s = new VecState;
+    p->v.s->data = std::move(data);
+    p->id = id;
+    p->stages = stages;
+    p->log = log;
+    p->prepared_for = nullptr;
+    return &p->v.base;
+}
+
+}  // namespace
+
+// A seek runs stage s of every preparing child before stage s + 1 of any,
+// each child only as far as it asks, then seeks every child with the
+// target it was prepared for; children without the op are just sought.
+TEST(IterMerge, SeekPreparesChildrenBreadthFirst) {
+    std::vector<std::string> log;
+    iter_t *kids[4] = {NewPrep({{"a", "1"}, {"d", "1"}}, 0, 3, &log), NewVec({{"b", "2"}, {"e", "2"}}),
+                       NewPrep({{"c", "3"}}, 2, 1, &log), NewPrep({{"c", "4"}, {"f", "4"}}, 3, 2, &log)};
+    iter_t *m = iter_merge(kids, 4, Bytewise);
+    ASSERT_NE(m, nullptr);
+    std::string t = "c";
+    iter_seek(m, slice_make(t.data(), t.size()));
+    std::vector<std::string> want = {"p0.0", "p2.0", "p3.0", "p0.1", "p3.1", "p0.2", "s0=", "s2=", "s3="};
+    EXPECT_EQ(want, log);
+    ASSERT_TRUE(iter_valid(m));
+    std::string got;
+    for (; iter_valid(m); iter_next(m)) got += std::string(iter_key(m).data, iter_key(m).size);
+    EXPECT_EQ("ccdef", got);
+    iter_destroy(m);
+
+    // One preparing child has nothing to overlap with: no stages run.
+    log.clear();
+    iter_t *two[2] = {NewPrep({{"a", "1"}}, 0, 3, &log), NewVec({{"b", "2"}})};
+    m = iter_merge(two, 2, Bytewise);
+    iter_seek(m, slice_make(t.data(), t.size()));
+    EXPECT_EQ(std::vector<std::string>{"s0!"}, log);
+    EXPECT_FALSE(iter_valid(m));
+    EXPECT_EQ(TDB_OK, iter_status(m));
     iter_destroy(m);
 }

@@ -29,6 +29,16 @@
  * entry released while the shard is over capacity is dropped then.
  * New entries start unreferenced at the end.
  *
+ * Prefetch hints (lru_cache_prefetch) read a shard's slot array without its
+ * lock, so: slot fields and `slots`/`nslots` are written with atomic
+ * stores (under the lock) and read there with atomic loads; `nslots` is
+ * published after `slots` and read before it, so a hint never indexes past
+ * the array it reads; a replaced slot array is kept (on `retired`) until
+ * the cache is destroyed, since a hint may still be reading it (arrays
+ * only double, so the retired ones together are smaller than the live
+ * one). A hint only ever prefetches the entry pointer it reads, never
+ * dereferences it: the entry may be gone.
+ *
  * The shard is chosen by the top bits of tdb_hash64(k1,k2), the home slot by
  * the low bits, so the two are independent.
  */
@@ -72,10 +82,17 @@ typedef struct slot {
     entry_t *e; /* NULL: empty */
 } slot_t;
 
+/* A slot array replaced by a bigger one, kept for lock-free hints. */
+typedef struct retired {
+    struct retired *next;
+    slot_t *slots;
+} retired_t;
+
 typedef struct shard {
     pthread_mutex_t mu;
     slot_t *slots;
     size_t nslots;   /* power of two, >= 2 * entries */
+    retired_t *retired;
     size_t entries;  /* entries in the table */
     size_t usage;    /* sum of charges in the table */
     size_t capacity;
@@ -131,25 +148,37 @@ static entry_t *table_find(const shard_t *s, uint64_t k1, uint64_t k2, uint64_t 
     }
 }
 
+/* Write slot i (atomic stores: hints read slots without the lock). */
+static inline void slot_set(slot_t *slots, size_t i, uint64_t hash, entry_t *e) {
+    __atomic_store_n(&slots[i].hash, hash, __ATOMIC_RELAXED);
+    __atomic_store_n(&slots[i].e, e, __ATOMIC_RELAXED);
+}
+
 /* Put e (whose key is not in the table) into the first free slot of its run. */
 static void slots_put(slot_t *slots, size_t nslots, entry_t *e) {
     size_t mask = nslots - 1, i = e->hash & mask;
     while (slots[i].e) i = (i + 1) & mask;
-    slots[i].hash = e->hash;
-    slots[i].e = e;
+    slot_set(slots, i, e->hash, e);
 }
 
 /* Double the slot array; on allocation failure keep the current one
- * (table_insert keeps a slot empty). */
+ * (table_insert keeps a slot empty). The old array is retired, not freed. */
 static void table_grow(shard_t *s) {
     size_t n = s->nslots * 2;
     slot_t *ns = (slot_t *)calloc(n, sizeof(slot_t));
-    if (!ns) return;
+    retired_t *old = (retired_t *)malloc(sizeof *old);
+    if (!ns || !old) {
+        free(ns);
+        free(old);
+        return;
+    }
     for (size_t i = 0; i < s->nslots; i++)
         if (s->slots[i].e) slots_put(ns, n, s->slots[i].e);
-    free(s->slots);
-    s->slots = ns;
-    s->nslots = n;
+    old->slots = s->slots;
+    old->next = s->retired;
+    s->retired = old;
+    __atomic_store_n(&s->slots, ns, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->nslots, n, __ATOMIC_RELEASE);
 }
 
 /* Add e (key not present); false if that would leave no empty slot (every
@@ -173,11 +202,11 @@ static void table_remove(shard_t *s, entry_t *e) {
         /* The entry at j may move to i iff its home is not in (i, j]. */
         bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
         if (!stays) {
-            s->slots[i] = s->slots[j];
+            slot_set(s->slots, i, s->slots[j].hash, s->slots[j].e);
             i = j;
         }
     }
-    s->slots[i].e = NULL;
+    slot_set(s->slots, i, 0, NULL);
     s->entries--;
 }
 
@@ -280,6 +309,12 @@ void lru_cache_destroy(lru_cache_t *c) {
         }
         free_dead(c, dead);
         free(s->slots);
+        while (s->retired) {
+            retired_t *r = s->retired;
+            s->retired = r->next;
+            free(r->slots);
+            free(r);
+        }
         pthread_mutex_destroy(&s->mu);
     }
     free(c->shards);
@@ -301,6 +336,30 @@ lru_handle_t *lru_cache_lookup(lru_cache_t *c, uint64_t k1, uint64_t k2) {
     }
     pthread_mutex_unlock(&s->mu);
     return e;
+}
+
+/* The hash a (k1,k2) lookup uses. */
+uint64_t lru_cache_key_hash(uint64_t k1, uint64_t k2) { return key_hash(k1, k2); }
+
+/* Lock-free prefetch hint (rules at the top). Stage 1 looks at the first
+ * few slots of h's probe run for a matching hash. */
+void lru_cache_prefetch(lru_cache_t *c, uint64_t h, int stage) {
+    shard_t *s = shard_of(c, h);
+    size_t mask = __atomic_load_n(&s->nslots, __ATOMIC_ACQUIRE) - 1;
+    const slot_t *slots = __atomic_load_n(&s->slots, __ATOMIC_ACQUIRE);
+    size_t i = h & mask;
+    if (stage == 0) {
+        __builtin_prefetch(&slots[i]);
+        return;
+    }
+    for (int probe = 0; probe < 4; probe++, i = (i + 1) & mask) {
+        entry_t *e = __atomic_load_n(&slots[i].e, __ATOMIC_RELAXED);
+        if (!e) return;
+        if (__atomic_load_n(&slots[i].hash, __ATOMIC_RELAXED) == h) {
+            __builtin_prefetch(e);
+            return;
+        }
+    }
 }
 
 /* Insert e (fresh memory for an entry) holding value under (k1,k2). */

@@ -53,6 +53,13 @@ lru_handle_t *lru_cache_insert(lru_cache_t *c, uint64_t k1, uint64_t k2, void *v
 lru_handle_t *lru_cache_insert_embedded(lru_cache_t *c, uint64_t k1, uint64_t k2, void *value, size_t charge,
                                         void *space);
 void *lru_handle_value(const lru_handle_t *h);
+/* Prefetch hints for a lookup of (k1,k2) coming soon, taking no lock and
+ * changing and counting nothing: stage 0 loads the hash-table slot of
+ * h = lru_cache_key_hash(k1,k2), stage 1 (after 0 had time to land) the
+ * entry that slot names. A hint that meets a moved or absent entry only
+ * costs the load. Several callers' stages interleaved overlap their misses. */
+uint64_t lru_cache_key_hash(uint64_t k1, uint64_t k2);
+void lru_cache_prefetch(lru_cache_t *c, uint64_t h, int stage);
 void lru_cache_release(lru_cache_t *c, lru_handle_t *h);
 /* Drop if present (freed when unpinned). */
 void lru_cache_erase(lru_cache_t *c, uint64_t k1, uint64_t k2);

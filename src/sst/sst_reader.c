@@ -785,6 +785,12 @@ typedef struct sst_iter {
     slice_t key;        /* current key with the flag cleared */
     buf_t kbuf;         /* storage for flagged keys */
     buf_t val;          /* resolved separated value */
+    /* seek_prepare state, for the seek that must follow */
+    slice_t pf_target;  /* the target it was prepared for */
+    size_t pf_blk;      /* index_lower_bound(pf_target) */
+    uint64_t pf_hash;   /* block cache hash of block pf_blk */
+    int pf_status;      /* error fetching block pf_blk, or TDB_OK */
+    int pf_set;         /* pf_target/pf_blk/pf_status hold */
 } sst_iter_t;
 
 /* Drop the loaded block. */
@@ -793,17 +799,31 @@ static void it_release_block(sst_iter_t *it) {
     block_iter_clear(&it->bi);
 }
 
-/* Load block i (reusing it if already loaded); 0 on failure or i out of range. */
-static int it_load(sst_iter_t *it, size_t i) {
-    if (it->ref.blk && it->bidx == i && it->bi.data == it->ref.blk->data) return 1;
+/* Hold block i in it->ref (block iterator not set up yet); an error code
+ * on failure, with no block held. */
+static int it_fetch(sst_iter_t *it, size_t i) {
     it_release_block(it);
-    if (i >= it->r->nblocks) return 0;
     int rc = load_data_block(it->r, i, 1, &it->ref);
-    if (rc != TDB_OK) {
-        it->status = rc;
-        return 0;
+    if (rc == TDB_OK) it->bidx = i;
+    return rc;
+}
+
+/* Load block i (reusing it if already loaded or fetched); 0 on failure or
+ * i out of range. */
+static int it_load(sst_iter_t *it, size_t i) {
+    if (it->ref.blk && it->bidx == i) {
+        if (it->bi.data == it->ref.blk->data) return 1;
+    } else {
+        if (i >= it->r->nblocks) {
+            it_release_block(it);
+            return 0;
+        }
+        int rc = it_fetch(it, i);
+        if (rc != TDB_OK) {
+            it->status = rc;
+            return 0;
+        }
     }
-    it->bidx = i;
     if (block_iter_set(&it->bi, slice_make(it->ref.blk->data, it->ref.blk->size)) != TDB_OK) {
         it->status = wrap_err(it->r, it->bi.status, "data block", it->r->idx[i].offset);
         it_release_block(it);
@@ -892,11 +912,50 @@ static void it_seek_to_last(iter_t *base) {
     it_skip_backward(it);
 }
 
+/* seek_prepare (contract in util/iter.h). Stage 0: the index search, and
+ * a hint for the block's cache slot; 1: a hint for its cache entry; 2:
+ * fetch the block (it_load then only sets up the block iterator) and hint
+ * its restart array and first entries. */
+static int it_seek_prepare(iter_t *base, slice_t target, int stage) {
+    sst_iter_t *it = (sst_iter_t *)base;
+    sst_reader_t *r = it->r;
+    if (stage == 0) {
+        it->pf_target = target;
+        it->pf_blk = index_lower_bound(r, target);
+        it->pf_status = TDB_OK;
+        it->pf_set = 1;
+        if (it->pf_blk >= r->nblocks || (it->ref.blk && it->bidx == it->pf_blk)) return 0;
+        if (!r->cache) return 1;
+        it->pf_hash = lru_cache_key_hash(r->file_number, r->idx[it->pf_blk].offset);
+        lru_cache_prefetch(r->cache, it->pf_hash, 0);
+        return 1;
+    }
+    if (stage == 1 && r->cache) {
+        lru_cache_prefetch(r->cache, it->pf_hash, 1);
+        return 1;
+    }
+    it->pf_status = it_fetch(it, it->pf_blk);
+    if (it->pf_status == TDB_OK) {
+        const sst_block_t *b = it->ref.blk;
+        __builtin_prefetch(b->data + b->size - 4);
+        __builtin_prefetch(b->data);
+    }
+    return 0;
+}
+
 /* First entry >= target (via the index, then the block). */
 static void it_seek(iter_t *base, slice_t target) {
     sst_iter_t *it = (sst_iter_t *)base;
     it->status = TDB_OK;
-    size_t i = index_lower_bound(it->r, target);
+    size_t i;
+    if (it->pf_set && it->pf_target.data == target.data && it->pf_target.size == target.size) {
+        it->pf_set = 0;
+        if ((it->status = it->pf_status) != TDB_OK) return;
+        i = it->pf_blk;
+    } else {
+        it->pf_set = 0;
+        i = index_lower_bound(it->r, target);
+    }
     if (!it_load(it, i)) return;
     block_iter_seek(&it->bi, target);
     it_skip_forward(it);
@@ -953,7 +1012,9 @@ static void it_destroy(iter_t *base) {
 }
 
 static const iter_ops_t sst_iter_ops = {
-    it_valid, it_seek_to_first, it_seek_to_last, it_seek, it_next, it_prev, it_key, it_value, it_status, it_destroy,
+    it_valid, it_seek_to_first, it_seek_to_last, it_seek,        it_next,
+    it_prev,  it_key,           it_value,        it_status,      it_destroy,
+    it_seek_prepare,
 };
 
 /* New iterator over the whole table (holds a reader reference). */

@@ -37,6 +37,15 @@ typedef struct iter_ops {
     slice_t (*value)(const iter_t *it);
     int (*status)(const iter_t *it);
     void (*destroy)(iter_t *it);
+    /* Optional (NULL: none). Stage `stage` (0, 1, 2, ...) of getting ready
+     * for seek(t): start the memory loads that seek will wait on (prefetch
+     * hints, or a block fetch it keeps), and return nonzero while a later
+     * stage has more to do. The iterator's position is undefined until
+     * the seek(t) that must follow, with the same t (same bytes at the same
+     * address) and no other call on this iterator in between. A merge runs
+     * stage s on every child before stage s + 1 on any, so the children's
+     * cache misses overlap instead of queuing one behind another. */
+    int (*seek_prepare)(iter_t *it, slice_t t, int stage);
 } iter_ops_t;
 
 struct iter {

@@ -112,10 +112,8 @@ static void li_seek_to_last(iter_t *it) {
     li_skip_backward(li);
 }
 
-/* First entry >= target: binary search the file whose largest key >= target. */
-static void li_seek(iter_t *it, slice_t target) {
-    level_iter_t *li = (level_iter_t *)it;
-    li->status = TDB_OK;
+/* Index of the first file whose largest key >= target (num_files if none). */
+static int li_find(const level_iter_t *li, slice_t target) {
     int lo = 0, hi = version_num_files(li->v, li->level);
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
@@ -124,6 +122,29 @@ static void li_seek(iter_t *it, slice_t target) {
         else
             hi = mid;
     }
+    return lo;
+}
+
+/* seek_prepare (contract in util/iter.h): stage 0 opens the file the seek
+ * will start in; every stage is then the table iterator's. A failed open
+ * is left to the seek, which retries it and reports the error. */
+static int li_seek_prepare(iter_t *it, slice_t target, int stage) {
+    level_iter_t *li = (level_iter_t *)it;
+    if (stage == 0) {
+        int i = li_find(li, target);
+        if (i >= version_num_files(li->v, li->level)) return 0;
+        li_open(li, i);
+        li->status = TDB_OK;
+    }
+    iter_t *c = li->cur;
+    return c && c->ops->seek_prepare ? c->ops->seek_prepare(c, target, stage) : 0;
+}
+
+/* First entry >= target: binary search the file whose largest key >= target. */
+static void li_seek(iter_t *it, slice_t target) {
+    level_iter_t *li = (level_iter_t *)it;
+    li->status = TDB_OK;
+    int lo = li_find(li, target);
     if (lo >= version_num_files(li->v, li->level)) {
         li_close(li);
         return;
@@ -169,7 +190,9 @@ static void li_destroy(iter_t *it) {
 }
 
 static const iter_ops_t level_iter_ops = {
-    li_valid, li_seek_to_first, li_seek_to_last, li_seek, li_next, li_prev, li_key, li_value, li_status, li_destroy,
+    li_valid, li_seek_to_first, li_seek_to_last, li_seek,   li_next,
+    li_prev,  li_key,           li_value,        li_status, li_destroy,
+    li_seek_prepare,
 };
 
 /* Lazy concatenating iterator over `level` of v. */
