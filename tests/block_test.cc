@@ -286,6 +286,51 @@ TEST(Block, CorruptRestartArrayIsAnError) {
     block_iter_free(&it);
 }
 
+// Seek hints change nothing: after them a seek lands where it would have,
+// and a damaged restart array is left for the seek to report.
+TEST(Block, PrefetchHintsChangeNothing) {
+    auto kvs = MakeEntries(200, 9);
+    std::mt19937 rng(3);
+    for (int interval : {1, 4, 16}) {
+        std::string blk = Build(kvs, interval);
+        block_iter_t a, b;
+        block_iter_init(&a, Cmp);
+        block_iter_init(&b, Cmp);
+        ASSERT_EQ(TDB_OK, block_iter_set(&a, S(blk)));
+        ASSERT_EQ(TDB_OK, block_iter_set(&b, S(blk)));
+        for (int i = 0; i < 500; i++) {
+            std::string u = tdbtest::Key(rng() % 650, 12);
+            std::string t = IKey(u, rng() % 2 ? SEQ_MAX : 1000000 - rng() % 2000, KT_SEEK);
+            int stages = 0;
+            while (block_iter_prefetch_seek(&a, S(t), stages)) stages++;
+            EXPECT_EQ(1, stages);
+            EXPECT_EQ(TDB_OK, block_iter_status(&a));
+            block_iter_seek(&a, S(t));
+            block_iter_seek(&b, S(t));
+            ASSERT_EQ(block_iter_valid(&b), block_iter_valid(&a)) << u;
+            if (block_iter_valid(&a)) {
+                ASSERT_EQ(Str(block_iter_key(&b)), Str(block_iter_key(&a)));
+            }
+        }
+        block_iter_free(&a);
+        block_iter_free(&b);
+    }
+    std::string bad = Build(kvs, 4);
+    uint32_t n = dec_fixed32(bad.data() + bad.size() - 4);
+    size_t restarts = bad.size() - 4 - 4 * (size_t)n;
+    enc_fixed32(&bad[restarts + 4 * (n / 2)], 0xfffffff0u);
+    block_iter_t it;
+    block_iter_init(&it, Cmp);
+    ASSERT_EQ(TDB_OK, block_iter_set(&it, S(bad)));
+    std::string t = kvs[kvs.size() / 2].first;
+    EXPECT_EQ(1, block_iter_prefetch_seek(&it, S(t), 0));
+    EXPECT_EQ(0, block_iter_prefetch_seek(&it, S(t), 1));
+    EXPECT_EQ(TDB_OK, block_iter_status(&it));
+    block_iter_seek(&it, S(t));
+    EXPECT_EQ(TDB_ERR_CORRUPTION, block_iter_status(&it));
+    block_iter_free(&it);
+}
+
 // Random damage anywhere in a block never crashes or reads out of bounds
 // (run under ASan to check the latter).
 TEST(Block, FuzzedBlocksNeverCrash) {
@@ -306,7 +351,11 @@ TEST(Block, FuzzedBlocksNeverCrash) {
         for (block_iter_seek_to_first(&it); block_iter_valid(&it) && steps < 10000; block_iter_next(&it)) steps++;
         steps = 0;
         for (block_iter_seek_to_last(&it); block_iter_valid(&it) && steps < 10000; block_iter_prev(&it)) steps++;
-        block_iter_seek(&it, S(kvs[rng() % kvs.size()].first));
+        std::string t = kvs[rng() % kvs.size()].first;
+        block_iter_set(&it, slice_make(heap.data(), heap.size()));
+        for (int stage = 0; block_iter_prefetch_seek(&it, S(t), stage); stage++) {
+        }
+        block_iter_seek(&it, S(t));
         if (block_iter_valid(&it)) block_iter_prev(&it);
     }
     block_iter_free(&it);

@@ -97,6 +97,11 @@ void block_iter_seek_to_first(block_iter_t *it);
 void block_iter_seek_to_last(block_iter_t *it);
 /* First entry with key >= target. */
 void block_iter_seek(block_iter_t *it, slice_t target);
+/* Prefetch hints for a block_iter_seek(target) coming next, for callers
+ * that interleave several seeks: stage 0 hints the restart keys the binary
+ * search will read; stage 1 runs that search and hints the entries the
+ * scan will read. Returns nonzero if a stage remains. Changes nothing. */
+int block_iter_prefetch_seek(const block_iter_t *it, slice_t target, int stage);
 void block_iter_next(block_iter_t *it);
 void block_iter_prev(block_iter_t *it);
 

@@ -180,10 +180,9 @@ void block_iter_seek_to_last(block_iter_t *it) {
     }
 }
 
-/* Binary search the restarts, then scan to the first key >= target. */
-void block_iter_seek(block_iter_t *it, slice_t target) {
-    if (it->status != TDB_OK) return;
-    if (it->restarts == 0) return;
+/* The last restart whose key is < target (0 if none): binary search. 0 and
+ * *bad = the offending offset on a malformed restart entry, else 1. */
+static int restart_search(const block_iter_t *it, slice_t target, uint32_t *out, uint32_t *bad) {
     uint32_t left = 0, right = it->num_restarts - 1;
     const char *limit = it->data + it->restarts;
     while (left < right) {
@@ -192,13 +191,50 @@ void block_iter_seek(block_iter_t *it, slice_t target) {
         uint32_t shared, non_shared, vlen;
         const char *p = off < it->restarts ? decode_header(it->data + off, limit, &shared, &non_shared, &vlen) : NULL;
         if (!p || shared != 0) {
-            set_corrupt(it, "bad restart entry", off);
-            return;
+            *bad = off;
+            return 0;
         }
         if (it->cmp(slice_make(p, non_shared), target) < 0)
             left = mid;
         else
             right = mid - 1;
+    }
+    *out = left;
+    return 1;
+}
+
+/* Bytes of entries a seek's scan hint covers from its restart point. */
+#define SCAN_HINT_BYTES 1024
+
+/* Prefetch hints for block_iter_seek(target) (block.h). */
+int block_iter_prefetch_seek(const block_iter_t *it, slice_t target, int stage) {
+    if (it->status != TDB_OK || it->restarts == 0) return 0;
+    if (stage == 0) {
+        uint32_t n = it->num_restarts < 32 ? it->num_restarts : 32;
+        for (uint32_t i = 1; i < n; i++) {
+            uint32_t off = restart_point(it, i);
+            if (off < it->restarts) __builtin_prefetch(it->data + off);
+        }
+        return 1;
+    }
+    uint32_t r, bad;
+    if (!restart_search(it, target, &r, &bad)) return 0; /* the seek reports it */
+    uint32_t from = restart_point(it, r);
+    uint32_t to = r + 1 < it->num_restarts ? restart_point(it, r + 1) : it->restarts;
+    if (to > it->restarts || from >= to) return 0;
+    if (to - from > SCAN_HINT_BYTES) to = from + SCAN_HINT_BYTES;
+    for (uint32_t off = from & ~63u; off < to; off += 64) __builtin_prefetch(it->data + off);
+    return 0;
+}
+
+/* Binary search the restarts, then scan to the first key >= target. */
+void block_iter_seek(block_iter_t *it, slice_t target) {
+    if (it->status != TDB_OK) return;
+    if (it->restarts == 0) return;
+    uint32_t left, bad;
+    if (!restart_search(it, target, &left, &bad)) {
+        set_corrupt(it, "bad restart entry", bad);
+        return;
     }
     if (!seek_to_restart(it, left)) return;
     while (parse_next(it)) {

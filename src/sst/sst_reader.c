@@ -791,6 +791,7 @@ typedef struct sst_iter {
     uint64_t pf_hash;   /* block cache hash of block pf_blk */
     int pf_status;      /* error fetching block pf_blk, or TDB_OK */
     int pf_set;         /* pf_target/pf_blk/pf_status hold */
+    int pf_entry_hint;  /* the cache-entry hint is the next stage */
 } sst_iter_t;
 
 /* Drop the loaded block. */
@@ -912,10 +913,13 @@ static void it_seek_to_last(iter_t *base) {
     it_skip_backward(it);
 }
 
-/* seek_prepare (contract in util/iter.h). Stage 0: the index search, and
- * a hint for the block's cache slot; 1: a hint for its cache entry; 2:
- * fetch the block (it_load then only sets up the block iterator) and hint
- * its restart array and first entries. */
+/* seek_prepare (contract in util/iter.h), one step per stage: the index
+ * search and a hint for the block's cache slot; a hint for its cache
+ * entry; the block fetch (kept for it_load) with hints for its restart
+ * array and first entries; setting up the block iterator with hints for
+ * the restart keys; the restart search with hints for the entries the
+ * seek will scan. Steps already done (block loaded, iterator set up) are
+ * skipped; without a cache there are no hints to the cache. */
 static int it_seek_prepare(iter_t *base, slice_t target, int stage) {
     sst_iter_t *it = (sst_iter_t *)base;
     sst_reader_t *r = it->r;
@@ -924,23 +928,35 @@ static int it_seek_prepare(iter_t *base, slice_t target, int stage) {
         it->pf_blk = index_lower_bound(r, target);
         it->pf_status = TDB_OK;
         it->pf_set = 1;
-        if (it->pf_blk >= r->nblocks || (it->ref.blk && it->bidx == it->pf_blk)) return 0;
-        if (!r->cache) return 1;
-        it->pf_hash = lru_cache_key_hash(r->file_number, r->idx[it->pf_blk].offset);
-        lru_cache_prefetch(r->cache, it->pf_hash, 0);
-        return 1;
-    }
-    if (stage == 1 && r->cache) {
+        if (it->pf_blk >= r->nblocks) return 0;
+        if (!(it->ref.blk && it->bidx == it->pf_blk)) {
+            if (!r->cache) return 1; /* the fetch is next */
+            it->pf_hash = lru_cache_key_hash(r->file_number, r->idx[it->pf_blk].offset);
+            lru_cache_prefetch(r->cache, it->pf_hash, 0);
+            it->pf_entry_hint = 1;
+            return 1;
+        }
+    } else if (it->pf_entry_hint) {
+        it->pf_entry_hint = 0;
         lru_cache_prefetch(r->cache, it->pf_hash, 1);
         return 1;
     }
-    it->pf_status = it_fetch(it, it->pf_blk);
-    if (it->pf_status == TDB_OK) {
+    if (!it->ref.blk || it->bidx != it->pf_blk) {
+        it->pf_status = it_fetch(it, it->pf_blk);
+        if (it->pf_status != TDB_OK) return 0;
         const sst_block_t *b = it->ref.blk;
         __builtin_prefetch(b->data + b->size - 4);
         __builtin_prefetch(b->data);
+        return 1;
     }
-    return 0;
+    if (it->bi.data != it->ref.blk->data) {
+        if (block_iter_set(&it->bi, slice_make(it->ref.blk->data, it->ref.blk->size)) != TDB_OK) {
+            block_iter_clear(&it->bi); /* it_load sets it up again and reports the damage */
+            return 0;
+        }
+        return block_iter_prefetch_seek(&it->bi, target, 0);
+    }
+    return block_iter_prefetch_seek(&it->bi, target, 1);
 }
 
 /* First entry >= target (via the index, then the block). */
