@@ -11,9 +11,10 @@
  *    reached the file). Used by one thread at a time.
  *  - Log files (open_log): appended through a shared writable mapping of
  *    a window of the file (LOG_WINDOW bytes, page aligned) instead of a
- *    write() per append: an append is a memcpy into the page cache, so it
+ *    write() per append: an append is a copy into the page cache, so it
  *    survives a crash of the process like a write() would, at a fraction
- *    of the cost. Space is reserved with fallocate() before a window is
+ *    of the cost. The copy stores in address order (copy_in_order), so a
+ *    process killed mid-append leaves a prefix of it, like write(). Space is reserved with fallocate() before a window is
  *    mapped, so running out of space is an error of the append that needs
  *    the window (TDB_ERR_NO_SPACE), never a SIGBUS; on filesystems
  *    without fallocate the file is written with write() instead. sync()
@@ -187,7 +188,27 @@ static int map_window(posix_file_t *f) {
     return TDB_OK;
 }
 
-/* Append to a log file: memcpy into the mapped windows. */
+/* Copy n bytes with stores in address order, so that a process killed
+ * part-way leaves a prefix of src at dst, as an interrupted write() does.
+ * memcpy promises no order: glibc's stores a copy's first bytes last for
+ * some sizes, and a kill in between left a group's later log records
+ * intact behind a damaged first one, which reads as damage in the middle
+ * of the log (open fails) instead of a torn tail. Volatile stores are
+ * neither reordered nor merged by the compiler, and a CPU retires stores
+ * in program order, so the ones done before the kill are its prefix. */
+static void copy_in_order(char *dst, const char *src, size_t n) {
+    volatile char *d = dst;
+    for (; n > 0 && ((uintptr_t)d & 7); n--) *d++ = *src++;
+    volatile uint64_t *w = (volatile uint64_t *)(uintptr_t)d;
+    for (; n >= 8; n -= 8, src += 8) {
+        uint64_t v;
+        memcpy(&v, src, 8);
+        *w++ = v;
+    }
+    for (d = (volatile char *)w; n > 0; n--) *d++ = *src++;
+}
+
+/* Append to a log file: an in-order copy into the mapped windows. */
 static int append_mapped(posix_file_t *f, const char *p, size_t n) {
     while (n > 0) {
         if (!f->map || f->size >= f->map_off + LOG_WINDOW) {
@@ -196,7 +217,7 @@ static int append_mapped(posix_file_t *f, const char *p, size_t n) {
             if (!f->mapped) return 1; /* caller continues with write() */
         }
         size_t room = (size_t)(f->map_off + LOG_WINDOW - f->size), k = n < room ? n : room;
-        memcpy(f->map + (f->size - f->map_off), p, k);
+        copy_in_order(f->map + (f->size - f->map_off), p, k);
         p += k;
         n -= k;
         f->size += k;
