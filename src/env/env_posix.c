@@ -14,9 +14,10 @@
  *    write() per append: an append is a copy into the page cache, so it
  *    survives a crash of the process like a write() would, at a fraction
  *    of the cost. The copy stores in address order (copy_in_order), so a
- *    process killed mid-append leaves a prefix of it, like write(). Space is reserved with fallocate() before a window is
- *    mapped, so running out of space is an error of the append that needs
- *    the window (TDB_ERR_NO_SPACE), never a SIGBUS; on filesystems
+ *    process killed mid-append leaves a prefix of it, like write(). Space
+ *    is reserved with fallocate() before a window is mapped, so running
+ *    out of space is an error of the append that needs the window
+ *    (TDB_ERR_NO_SPACE), never a SIGBUS; on filesystems
  *    without fallocate the file is written with write() instead. sync()
  *    is fdatasync(), which also writes back pages dirtied through the
  *    mapping; a window, once full, is handed to writeback at once

@@ -203,14 +203,16 @@ static int restart_search(const block_iter_t *it, slice_t target, uint32_t *out,
     return 1;
 }
 
-/* Bytes of entries a seek's scan hint covers from its restart point. */
+/* Bytes of entries a seek's scan hint covers from its restart point, and
+ * restart keys its search hint covers. */
 #define SCAN_HINT_BYTES 1024
+#define RESTART_HINT_MAX 32u
 
 /* Prefetch hints for block_iter_seek(target) (block.h). */
 int block_iter_prefetch_seek(const block_iter_t *it, slice_t target, int stage) {
     if (it->status != TDB_OK || it->restarts == 0) return 0;
     if (stage == 0) {
-        uint32_t n = it->num_restarts < 32 ? it->num_restarts : 32;
+        uint32_t n = it->num_restarts < RESTART_HINT_MAX ? it->num_restarts : RESTART_HINT_MAX;
         for (uint32_t i = 1; i < n; i++) {
             uint32_t off = restart_point(it, i);
             if (off < it->restarts) __builtin_prefetch(it->data + off);

@@ -791,7 +791,6 @@ typedef struct sst_iter {
     uint64_t pf_hash;   /* block cache hash of block pf_blk */
     int pf_status;      /* error fetching block pf_blk, or TDB_OK */
     int pf_set;         /* pf_target/pf_blk/pf_status hold */
-    int pf_entry_hint;  /* the cache-entry hint is the next stage */
 } sst_iter_t;
 
 /* Drop the loaded block. */
@@ -929,19 +928,16 @@ static int it_seek_prepare(iter_t *base, slice_t target, int stage) {
         it->pf_status = TDB_OK;
         it->pf_set = 1;
         if (it->pf_blk >= r->nblocks) return 0;
-        if (!(it->ref.blk && it->bidx == it->pf_blk)) {
-            if (!r->cache) return 1; /* the fetch is next */
-            it->pf_hash = lru_cache_key_hash(r->file_number, r->idx[it->pf_blk].offset);
-            lru_cache_prefetch(r->cache, it->pf_hash, 0);
-            it->pf_entry_hint = 1;
-            return 1;
+    }
+    int loaded = it->ref.blk && it->bidx == it->pf_blk;
+    if (!loaded && stage < (r->cache ? 2 : 1)) { /* the cache slot hint, then its entry's */
+        if (r->cache) {
+            if (stage == 0) it->pf_hash = lru_cache_key_hash(r->file_number, r->idx[it->pf_blk].offset);
+            lru_cache_prefetch(r->cache, it->pf_hash, stage);
         }
-    } else if (it->pf_entry_hint) {
-        it->pf_entry_hint = 0;
-        lru_cache_prefetch(r->cache, it->pf_hash, 1);
         return 1;
     }
-    if (!it->ref.blk || it->bidx != it->pf_blk) {
+    if (!loaded) {
         it->pf_status = it_fetch(it, it->pf_blk);
         if (it->pf_status != TDB_OK) return 0;
         const sst_block_t *b = it->ref.blk;
@@ -963,15 +959,10 @@ static int it_seek_prepare(iter_t *base, slice_t target, int stage) {
 static void it_seek(iter_t *base, slice_t target) {
     sst_iter_t *it = (sst_iter_t *)base;
     it->status = TDB_OK;
-    size_t i;
-    if (it->pf_set && it->pf_target.data == target.data && it->pf_target.size == target.size) {
-        it->pf_set = 0;
-        if ((it->status = it->pf_status) != TDB_OK) return;
-        i = it->pf_blk;
-    } else {
-        it->pf_set = 0;
-        i = index_lower_bound(it->r, target);
-    }
+    int prepared = it->pf_set && it->pf_target.data == target.data && it->pf_target.size == target.size;
+    it->pf_set = 0;
+    if (prepared && (it->status = it->pf_status) != TDB_OK) return;
+    size_t i = prepared ? it->pf_blk : index_lower_bound(it->r, target);
     if (!it_load(it, i)) return;
     block_iter_seek(&it->bi, target);
     it_skip_forward(it);
