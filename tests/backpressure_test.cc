@@ -281,6 +281,53 @@ TEST(BackPressure, PendingCompactionsShowWhilePaused) {
     for (uint64_t i = 0; i < next; i++) ASSERT_TRUE(p.Has(i)) << i;
 }
 
+// Level-1 batching (version/compaction.h): with data in the memtable and a
+// base level larger than level 1, level 1 waits for twice its trigger; once
+// the memtable is flushed empty the plain trigger applies and the tree
+// settles.
+TEST(BackPressure, Level1BatchesWhileTheMemtableHoldsData) {
+    PausedDb p(0, 2);
+    tdb_stats_t st;
+    // A base level: 2 flushes of 50 keys (about 100 KiB), merged by one
+    // compaction into the bottom, which is the base while it stays under
+    // 10x the base-level size of 2 x 64 KiB.
+    ASSERT_EQ(tdb_pause_background(p.db), TDB_OK);
+    for (uint64_t i = 0; i < 100; i++) {
+        ASSERT_EQ(p.Put(i), TDB_OK);
+        if (i % 50 == 49) {
+            ASSERT_EQ(tdb_flush(p.db, nullptr), TDB_OK) << tdb_last_error();
+        }
+    }
+    ASSERT_EQ(tdb_continue_background(p.db), TDB_OK);
+    ASSERT_EQ(tdb_wait_idle(p.db), TDB_OK);
+    ASSERT_EQ(tdb_get_stats(p.db, nullptr, &st), TDB_OK);
+    ASSERT_EQ(st.levels[1].files, 0u);
+    const uint64_t compactions = st.compactions;
+    // Two small level-1 files over the base's range, then one more write.
+    ASSERT_EQ(tdb_pause_background(p.db), TDB_OK);
+    for (int f = 0; f < 2; f++) {
+        for (uint64_t i = (uint64_t)f; i < 100; i += 20) ASSERT_EQ(p.Put(i), TDB_OK);
+        ASSERT_EQ(tdb_flush(p.db, nullptr), TDB_OK) << tdb_last_error();
+    }
+    ASSERT_EQ(p.Put(7), TDB_OK);
+    ASSERT_EQ(tdb_get_stats(p.db, nullptr, &st), TDB_OK);
+    EXPECT_EQ(st.levels[1].files, 2u);
+    EXPECT_EQ(st.compactions_pending, 0u) << "level 1 batches up to 4 files while the memtable holds data";
+    ASSERT_EQ(tdb_continue_background(p.db), TDB_OK);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ASSERT_EQ(tdb_get_stats(p.db, nullptr, &st), TDB_OK);
+    EXPECT_EQ(st.levels[1].files, 2u) << "no level-1 compaction while batching";
+    EXPECT_EQ(st.compactions, compactions);
+    // Flushed empty: 3 files >= the trigger of 2, so level 1 compacts.
+    ASSERT_EQ(tdb_flush(p.db, nullptr), TDB_OK);
+    ASSERT_EQ(tdb_wait_idle(p.db), TDB_OK);
+    ASSERT_EQ(tdb_get_stats(p.db, nullptr, &st), TDB_OK);
+    EXPECT_EQ(st.levels[1].files, 0u);
+    EXPECT_EQ(st.compactions, compactions + 1);
+    EXPECT_EQ(st.compactions_pending, 0u);
+    for (uint64_t i = 0; i < 100; i++) ASSERT_TRUE(p.Has(i)) << i;
+}
+
 // tdb_close works while paused; nothing acknowledged is lost.
 TEST(BackPressure, CloseWhilePausedKeepsData) {
     uint64_t next = 0;

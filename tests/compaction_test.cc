@@ -864,6 +864,56 @@ TEST(CompactionPick, DynamicLevel1IntoBaseAndScores) {
     version_unref(v);
 }
 
+// Level-1 batching: while writes are pending and the base bytes a level-1
+// compaction would rewrite exceed level 1's own, level 1 waits for twice
+// its trigger; with the memtables empty, or a small base, the plain trigger
+// holds.
+TEST(CompactionPick, Level1BatchesWhileWritesArePending) {
+    compaction_opts_t o = DynOpts();
+    o.allow_trivial_move = 0;
+    auto build = [](int nl1, uint64_t base_bytes) {
+        Shape s;
+        for (int i = 0; i < nl1; i++)
+            s.files.push_back({1, Meta((uint64_t)(1 + i), "c", "f", 1000, 10, 0, (uint64_t)(10 + i))});
+        // Bottom 50000 -> base level 6 (target 10000, not reached).
+        s.files.push_back({6, Meta(20, "a", "z", base_bytes)});
+        s.files.push_back({kLast, Meta(30, "a", "z", 50000)});
+        return s.Build();
+    };
+    struct Case {
+        int nl1;
+        uint64_t base_bytes;
+        int writes_pending;
+        int trigger;  // expected compaction_l1_trigger
+    } cases[] = {
+        {4, 9000, 0, 4},  // writes stopped: plain trigger
+        {4, 9000, 1, 8},  // base 9000 > level 1's 4000: batch
+        {7, 9000, 1, 8},
+        {8, 9000, 1, 4},  // twice the trigger reached: due at once
+        {4, 3000, 1, 4},  // base 3000 < 4000: merging now is cheap
+        {3, 9000, 1, 4},  // below the trigger: nothing to decide
+    };
+    for (const Case &k : cases) {
+        SCOPED_TRACE(testing::Message() << k.nl1 << " level-1 files, base " << k.base_bytes << ", writes pending "
+                                        << k.writes_pending);
+        version_t *v = build(k.nl1, k.base_bytes);
+        o.writes_pending = k.writes_pending;
+        EXPECT_EQ(k.trigger, compaction_l1_trigger(v, &o));
+        compaction_t *c = compaction_pick(v, &o, nullptr);
+        if (k.nl1 >= k.trigger) {
+            ASSERT_NE(nullptr, c);
+            EXPECT_EQ(1, c->level);
+            EXPECT_EQ(6, c->output_level);
+            EXPECT_EQ(k.nl1, c->nin[0]);
+            EXPECT_DOUBLE_EQ((double)k.nl1 / k.trigger, c->score);
+            compaction_release(nullptr, c);
+        } else {
+            EXPECT_EQ(nullptr, c);
+        }
+        version_unref(v);
+    }
+}
+
 TEST(CompactionPick, TrivialMoveRules) {
     compaction_opts_t o = DynOpts();
     auto pick = [&](Shape s, std::function<void(compaction_t *)> check) {

@@ -89,7 +89,8 @@ int db_validate_config(const tdb_config_t *c) {
     return db_validate_cf_config(&c->default_cf);
 }
 
-/* Compaction policy settings derived from a family's config. */
+/* Compaction policy settings derived from a family's config and state
+ * (mu held). */
 compaction_opts_t db_compaction_opts(const tdb_cf_t *cf) {
     compaction_opts_t o;
     memset(&o, 0, sizeof o);
@@ -105,6 +106,8 @@ compaction_opts_t db_compaction_opts(const tdb_cf_t *cf) {
      * level (see version/compaction.h). */
     o.dynamic_level_bytes = 1;
     o.allow_trivial_move = 1;
+    /* Data in the memtables will become level-1 files (level-1 batching). */
+    o.writes_pending = cf->nimm > 0 || (cf->mem.mem && memtable_num_entries(cf->mem.mem) > 0);
     return o;
 }
 

@@ -375,6 +375,23 @@ static double size_score(version_t *v, int level, uint64_t target) {
     return (double)bytes / (double)target;
 }
 
+/* Level-1 files that make level 1 due (rules in compaction.h). */
+int compaction_l1_trigger(version_t *v, const compaction_opts_t *o) {
+    int trig = o->l1_file_count_trigger > 0 ? o->l1_file_count_trigger : 1;
+    int n = version_num_files(v, 1);
+    if (!o->writes_pending || n < trig || n >= 2 * trig) return trig;
+    uint64_t target[TDB_MAX_LEVELS], l1_bytes = 0, base_bytes = 0;
+    int base = compaction_level_targets(v, o, target);
+    urange_t r = file_range(version_file(v, 1, 0));
+    for (int i = 0; i < n; i++) {
+        range_extend(&r, version_file(v, 1, i));
+        l1_bytes += version_file(v, 1, i)->file_size;
+    }
+    for (int i = 0; i < version_num_files(v, base); i++)
+        if (file_overlaps(version_file(v, base, i), r)) base_bytes += version_file(v, base, i)->file_size;
+    return base_bytes > l1_bytes ? 2 * trig : trig;
+}
+
 /* Level-1 score: files / trigger; 0 while a level-1 compaction runs. */
 static double l1_score(version_t *v, const compaction_opts_t *o, const compaction_state_t *s) {
     int n = version_num_files(v, 1);
@@ -382,8 +399,7 @@ static double l1_score(version_t *v, const compaction_opts_t *o, const compactio
         if (version_file(v, 1, i)->being_compacted) return 0; /* one level-1 compaction at a time */
     for (int i = 0; s && i < s->n; i++)
         if (s->run[i]->level == 1) return 0;
-    int trig = o->l1_file_count_trigger > 0 ? o->l1_file_count_trigger : 1;
-    return (double)n / trig;
+    return (double)n / compaction_l1_trigger(v, o);
 }
 
 /* Tombstone share of f if it qualifies for a density compaction, else 0. */

@@ -25,8 +25,9 @@
  *
  * Scores (compaction_pick, most urgent first). Each is "how far past its
  * trigger", so they compare directly (1.0 = exactly at trigger):
- *  - level 1: file count / l1_file_count_trigger (0 while a level-1
- *    compaction runs: at most one at a time);
+ *  - level 1: file count / its trigger, l1_file_count_trigger or, while
+ *    batching (below), twice that (0 while a level-1 compaction runs: at
+ *    most one at a time);
  *  - level L in base..TDB_MAX_LEVELS-2: bytes not already being compacted /
  *    target(L) (the bottom level never pushes down by size);
  *  - the highest score >= 1 that can run wins (ties: the shallower level);
@@ -37,6 +38,17 @@
  *    file count (at most l1_file_count_trigger - 1 files linger): under
  *    steady deletes every flush is all tombstones, and merging each into
  *    the base level on its own multiplied compaction writes.
+ *
+ * Level-1 batching (compaction_l1_trigger). A level-1 compaction rewrites
+ * every base-level byte its range overlaps, and with random keys that is
+ * the whole base level, so its cost per byte it moves down is 1 + base
+ * bytes overlapped / level-1 bytes. While writes_pending and that overlap
+ * is larger than level 1 itself, level 1 waits for 2 x
+ * l1_file_count_trigger files: twice the bytes per base rewrite. Once the
+ * memtables are empty (writes stopped and flushed) the plain trigger
+ * applies again, so an idle tree settles with fewer than
+ * l1_file_count_trigger level-1 files for readers. Back-pressure starts
+ * far above either (db/write.c: level 1 at 4x the trigger).
  *
  * Shapes
  *  - A level-1 compaction takes every level-1 file (all or none: taking a
@@ -120,6 +132,9 @@ typedef struct compaction_opts {
     uint64_t tombstone_density_min_entries;
     int dynamic_level_bytes; /* 1: targets from the bottom level's size */
     int allow_trivial_move;  /* 1: move instead of rewrite when allowed */
+    int writes_pending;      /* 1: more level-1 files are on their way (the
+                                family's memtables hold data): level 1 may
+                                batch up (see "Level-1 batching") */
 } compaction_opts_t;
 
 typedef struct compaction_state compaction_state_t;
@@ -142,6 +157,11 @@ compaction_state_t *compaction_state_create(void);
 void compaction_state_free(compaction_state_t *s);
 /* Compactions registered in s (0 for NULL). Caller holds the db mutex. */
 int compaction_state_running(const compaction_state_t *s);
+
+/* Level-1 file count that makes level 1 due under o (l1_file_count_trigger,
+ * or twice it while batching; see "Level-1 batching"). Caller holds the db
+ * mutex or owns v. */
+int compaction_l1_trigger(version_t *v, const compaction_opts_t *o);
 
 /* Target bytes of each level of v under o (0 = no size target: levels 0
  * and 1, levels above the base, or base_level_bytes 0); target[last] is the
