@@ -398,8 +398,10 @@ uint64_t tdb_txn_snapshot_sequence(const tdb_txn_t *t);
 int tdb_flush(tdb_t *db, tdb_cf_t *cf);
 /* Compact cf (NULL = all) fully down its levels and wait. */
 int tdb_compact(tdb_t *db, tdb_cf_t *cf);
-/* Wait until no flush or compaction is queued or running. Returns
- * TDB_ERR_BUSY at once while background work is paused. */
+/* Wait until no flush or compaction is queued or running and the tree has
+ * its idle shape (level 1 below l1_file_count_trigger, which while writes
+ * continue may batch up to twice that). Returns TDB_ERR_BUSY at once while
+ * background work is paused. */
 int tdb_wait_idle(tdb_t *db);
 /* Pause background work (RocksDB's PauseBackgroundWork): waits for running
  * flushes and compactions to finish and starts no new ones until a matching

@@ -456,11 +456,13 @@ int tdb_wait_idle(tdb_t *db) {
     }
     uint64_t events = db->nospace_events;
     bool nospace = false;
+    db->settling++; /* the tree's idle shape: no level-1 batching */
     while (db->bg_error == TDB_OK && !db->shutting_down && busy(db, NULL)) {
         if ((nospace = db->nospace_events != events)) break; /* would wait as long as the disk is full */
         db_maybe_schedule(db);
         pthread_cond_wait(&db->done_cv, &db->mu);
     }
+    db->settling--;
     int rc = db->bg_error;
     pthread_mutex_unlock(&db->mu);
     if (rc == TDB_OK && nospace)

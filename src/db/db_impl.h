@@ -183,6 +183,7 @@ struct tdb {
     writer_t *wq_head, *wq_tail;
     int bg_flush_running, bg_compact_running;
     int bg_paused;          /* tdb_pause_background count: no new jobs while > 0 */
+    int settling;           /* tdb_wait_idle callers: level-1 batching is off while > 0 */
     bool shutting_down;
     int bg_error;           /* sticky: first background failure (TDB_OK if none) */
     /* Out of space (not sticky, see invariant 7). */

@@ -106,8 +106,9 @@ compaction_opts_t db_compaction_opts(const tdb_cf_t *cf) {
      * level (see version/compaction.h). */
     o.dynamic_level_bytes = 1;
     o.allow_trivial_move = 1;
-    /* Data in the memtables will become level-1 files (level-1 batching). */
-    o.writes_pending = cf->nimm > 0 || (cf->mem.mem && memtable_num_entries(cf->mem.mem) > 0);
+    /* Data in the memtables will become level-1 files (level-1 batching),
+     * unless a caller waits for the tree to settle (tdb_wait_idle). */
+    o.writes_pending = !cf->db->settling && (cf->nimm > 0 || (cf->mem.mem && memtable_num_entries(cf->mem.mem) > 0));
     return o;
 }
 

@@ -47,7 +47,9 @@
  * l1_file_count_trigger files: twice the bytes per base rewrite. Once the
  * memtables are empty (writes stopped and flushed) the plain trigger
  * applies again, so an idle tree settles with fewer than
- * l1_file_count_trigger level-1 files for readers. Back-pressure starts
+ * l1_file_count_trigger level-1 files for readers; the db also turns
+ * batching off while a caller waits in tdb_wait_idle, whose promise is
+ * that idle shape. Back-pressure starts
  * far above either (db/write.c: level 1 at 4x the trigger).
  *
  * Shapes
@@ -133,8 +135,9 @@ typedef struct compaction_opts {
     int dynamic_level_bytes; /* 1: targets from the bottom level's size */
     int allow_trivial_move;  /* 1: move instead of rewrite when allowed */
     int writes_pending;      /* 1: more level-1 files are on their way (the
-                                family's memtables hold data): level 1 may
-                                batch up (see "Level-1 batching") */
+                                family's memtables hold data, nobody waits
+                                in tdb_wait_idle): level 1 may batch up
+                                (see "Level-1 batching") */
 } compaction_opts_t;
 
 typedef struct compaction_state compaction_state_t;
