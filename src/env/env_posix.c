@@ -22,9 +22,9 @@
  *    is fdatasync(), which also writes back pages dirtied through the
  *    mapping; a window, once full, is handed to writeback at once
  *    (sync_file_range), so a later sync waits for one window at most.
- *    A fresh window is faulted in writable when it is mapped
- *    (MADV_POPULATE_WRITE, advice only), so appends do not fault page by
- *    page under the WAL lock.
+ *    The window is faulted in writable ahead of the copies, 64 KiB at a
+ *    time (MADV_POPULATE_WRITE, advice only), so appends do not fault page
+ *    by page under the WAL lock.
  *    close() unmaps and truncates the file to the bytes appended;
  *    after a crash the file may end in zeros (reserved, never written).
  *    Nothing else may shrink a log file while a window is mapped, except
@@ -70,6 +70,7 @@ typedef struct posix_file {
     int mapped;
     char *map;          /* current window, NULL if none */
     uint64_t map_off;   /* file offset of the window */
+    uint64_t pop_end;   /* window faulted in up to here (populate_to) */
     uint64_t alloc_end; /* bytes reserved with fallocate */
     /* Readable files: the read-only mapping, if any. */
     const char *rmap;
@@ -156,24 +157,33 @@ static void unmap_window(posix_file_t *f) {
     f->map = NULL;
 }
 
+/* Bytes of a log window faulted in at a time, ahead of the appends. */
+#define LOG_POPULATE (64u << 10)
+
 /* 0 once the kernel refused MADV_POPULATE_WRITE (before Linux 5.14). */
 static atomic_int g_populate_ok = 1;
 
-/* Fault a fresh window in, writable, in one call. Appends would otherwise
- * take a page fault for each page they first touch, inside the append and
- * so under the WAL lock: every ~32nd small write, and the writer queued
- * behind it, paid 20-40 us. Advice only: a refusal leaves the faults to
- * the appends. */
-static void prefault_window(void *m) {
+/* Fault the window's pages up to file offset `upto` in, writable, in calls
+ * of LOG_POPULATE bytes (advice only: a refusal leaves the faults to the
+ * copies). A copy into a page not faulted in takes a page fault inside the
+ * append, under the WAL lock: every ~32nd small write, and the writer
+ * queued behind it, paid 20-40 us. A whole window at once would be fewer
+ * calls, but pages dirtied past the log's last record count as written
+ * (/proc/self/io) although the log is cut before they reach the disk. */
+static void populate_to(posix_file_t *f, uint64_t upto) {
+    const uint64_t end = f->map_off + LOG_WINDOW;
+    while (f->pop_end < upto && f->pop_end < end) {
+        uint64_t n = end - f->pop_end < LOG_POPULATE ? end - f->pop_end : LOG_POPULATE;
 #ifdef MADV_POPULATE_WRITE
-    if (!atomic_load_explicit(&g_populate_ok, memory_order_relaxed)) return;
-    int saved = errno;
-    if (madvise(m, LOG_WINDOW, MADV_POPULATE_WRITE) != 0 && errno == EINVAL)
-        atomic_store_explicit(&g_populate_ok, 0, memory_order_relaxed);
-    errno = saved;
-#else
-    (void)m;
+        if (atomic_load_explicit(&g_populate_ok, memory_order_relaxed)) {
+            int saved = errno;
+            if (madvise(f->map + (f->pop_end - f->map_off), (size_t)n, MADV_POPULATE_WRITE) != 0 && errno == EINVAL)
+                atomic_store_explicit(&g_populate_ok, 0, memory_order_relaxed);
+            errno = saved;
+        }
 #endif
+        f->pop_end += n;
+    }
 }
 
 /* Map the window holding offset f->size, reserving its space first. On
@@ -208,9 +218,9 @@ static int map_window(posix_file_t *f) {
     }
     void *m = mmap(NULL, LOG_WINDOW, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, (off_t)off);
     if (m == MAP_FAILED) return os_err(errno, "mmap", f->path);
-    prefault_window(m);
     f->map = (char *)m;
     f->map_off = off;
+    f->pop_end = off;
     return TDB_OK;
 }
 
@@ -243,6 +253,7 @@ static int append_mapped(posix_file_t *f, const char *p, size_t n) {
             if (!f->mapped) return 1; /* caller continues with write() */
         }
         size_t room = (size_t)(f->map_off + LOG_WINDOW - f->size), k = n < room ? n : room;
+        populate_to(f, f->size + k);
         copy_in_order(f->map + (f->size - f->map_off), p, k);
         p += k;
         n -= k;
