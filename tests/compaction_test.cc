@@ -898,7 +898,8 @@ TEST(CompactionPick, Level1BatchesWhileWritesArePending) {
                                         << k.writes_pending);
         version_t *v = build(k.nl1, k.base_bytes);
         o.writes_pending = k.writes_pending;
-        EXPECT_EQ(k.trigger, compaction_l1_trigger(v, &o));
+        uint64_t target[TDB_MAX_LEVELS];
+        EXPECT_EQ(k.trigger, compaction_l1_trigger(v, &o, compaction_level_targets(v, &o, target)));
         compaction_t *c = compaction_pick(v, &o, nullptr);
         if (k.nl1 >= k.trigger) {
             ASSERT_NE(nullptr, c);

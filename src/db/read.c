@@ -130,8 +130,8 @@ static void add_cf_stats(tdb_cf_t *cf, tdb_stats_t *s) {
     /* Levels over their compaction trigger (compaction.h scores >= 1). */
     compaction_opts_t o = db_compaction_opts(cf);
     uint64_t target[TDB_MAX_LEVELS];
-    compaction_level_targets(cf->current, &o, target);
-    if (version_num_files(cf->current, 1) >= compaction_l1_trigger(cf->current, &o)) s->compactions_pending++;
+    int base = compaction_level_targets(cf->current, &o, target);
+    if (version_num_files(cf->current, 1) >= compaction_l1_trigger(cf->current, &o, base)) s->compactions_pending++;
     for (int l = 2; l < TDB_MAX_LEVELS - 1; l++)
         if (target[l] && version_level_bytes(cf->current, l) > target[l]) s->compactions_pending++;
 }

@@ -70,7 +70,6 @@ typedef struct posix_file {
     int mapped;
     char *map;          /* current window, NULL if none */
     uint64_t map_off;   /* file offset of the window */
-    uint64_t pop_end;   /* window faulted in up to here (populate_to) */
     uint64_t alloc_end; /* bytes reserved with fallocate */
     /* Readable files: the read-only mapping, if any. */
     const char *rmap;
@@ -163,27 +162,28 @@ static void unmap_window(posix_file_t *f) {
 /* 0 once the kernel refused MADV_POPULATE_WRITE (before Linux 5.14). */
 static atomic_int g_populate_ok = 1;
 
-/* Fault the window's pages up to file offset `upto` in, writable, in calls
- * of LOG_POPULATE bytes (advice only: a refusal leaves the faults to the
- * copies). A copy into a page not faulted in takes a page fault inside the
- * append, under the WAL lock: every ~32nd small write, and the writer
- * queued behind it, paid 20-40 us. A whole window at once would be fewer
- * calls, but pages dirtied past the log's last record count as written
- * (/proc/self/io) although the log is cut before they reach the disk. */
-static void populate_to(posix_file_t *f, uint64_t upto) {
-    const uint64_t end = f->map_off + LOG_WINDOW;
-    while (f->pop_end < upto && f->pop_end < end) {
-        uint64_t n = end - f->pop_end < LOG_POPULATE ? end - f->pop_end : LOG_POPULATE;
+/* Fault in, writable, the LOG_POPULATE-aligned chunks that a copy of the
+ * file bytes [from, to) of the current window starts (the chunk holding
+ * `from` was faulted in by the copy that reached into it, or is the
+ * window's first). Advice only: a refusal leaves the faults to the copy.
+ * A copy into a page not faulted in takes a page fault inside the append,
+ * under the WAL lock: every ~32nd small write, and the writer queued behind
+ * it, paid 20-40 us. A whole window at once would be fewer calls, but pages
+ * dirtied past the log's last record count as written (/proc/self/io)
+ * although the log is cut before they reach the disk. Windows are
+ * LOG_WINDOW-aligned, a multiple of LOG_POPULATE, so no chunk crosses one. */
+static void populate_for(posix_file_t *f, uint64_t from, uint64_t to) {
 #ifdef MADV_POPULATE_WRITE
-        if (atomic_load_explicit(&g_populate_ok, memory_order_relaxed)) {
-            int saved = errno;
-            if (madvise(f->map + (f->pop_end - f->map_off), (size_t)n, MADV_POPULATE_WRITE) != 0 && errno == EINVAL)
-                atomic_store_explicit(&g_populate_ok, 0, memory_order_relaxed);
-            errno = saved;
-        }
+    const uint64_t mask = LOG_POPULATE - 1;
+    uint64_t lo = (from + mask) & ~mask, hi = (to + mask) & ~mask;
+    if (lo >= hi || !atomic_load_explicit(&g_populate_ok, memory_order_relaxed)) return;
+    int saved = errno;
+    if (madvise(f->map + (lo - f->map_off), (size_t)(hi - lo), MADV_POPULATE_WRITE) != 0 && errno == EINVAL)
+        atomic_store_explicit(&g_populate_ok, 0, memory_order_relaxed);
+    errno = saved;
+#else
+    (void)f, (void)from, (void)to;
 #endif
-        f->pop_end += n;
-    }
 }
 
 /* Map the window holding offset f->size, reserving its space first. On
@@ -220,7 +220,6 @@ static int map_window(posix_file_t *f) {
     if (m == MAP_FAILED) return os_err(errno, "mmap", f->path);
     f->map = (char *)m;
     f->map_off = off;
-    f->pop_end = off;
     return TDB_OK;
 }
 
@@ -253,7 +252,7 @@ static int append_mapped(posix_file_t *f, const char *p, size_t n) {
             if (!f->mapped) return 1; /* caller continues with write() */
         }
         size_t room = (size_t)(f->map_off + LOG_WINDOW - f->size), k = n < room ? n : room;
-        populate_to(f, f->size + k);
+        populate_for(f, f->size, f->size + k);
         copy_in_order(f->map + (f->size - f->map_off), p, k);
         p += k;
         n -= k;

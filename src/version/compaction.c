@@ -376,12 +376,11 @@ static double size_score(version_t *v, int level, uint64_t target) {
 }
 
 /* Level-1 files that make level 1 due (rules in compaction.h). */
-int compaction_l1_trigger(version_t *v, const compaction_opts_t *o) {
+int compaction_l1_trigger(version_t *v, const compaction_opts_t *o, int base) {
     int trig = o->l1_file_count_trigger > 0 ? o->l1_file_count_trigger : 1;
     int n = version_num_files(v, 1);
     if (!o->writes_pending || n < trig || n >= 2 * trig) return trig;
-    uint64_t target[TDB_MAX_LEVELS], l1_bytes = 0, base_bytes = 0;
-    int base = compaction_level_targets(v, o, target);
+    uint64_t l1_bytes = 0, base_bytes = 0;
     urange_t r = file_range(version_file(v, 1, 0));
     for (int i = 0; i < n; i++) {
         range_extend(&r, version_file(v, 1, i));
@@ -393,13 +392,13 @@ int compaction_l1_trigger(version_t *v, const compaction_opts_t *o) {
 }
 
 /* Level-1 score: files / trigger; 0 while a level-1 compaction runs. */
-static double l1_score(version_t *v, const compaction_opts_t *o, const compaction_state_t *s) {
+static double l1_score(version_t *v, const compaction_opts_t *o, int base, const compaction_state_t *s) {
     int n = version_num_files(v, 1);
     for (int i = 0; i < n; i++)
         if (version_file(v, 1, i)->being_compacted) return 0; /* one level-1 compaction at a time */
     for (int i = 0; s && i < s->n; i++)
         if (s->run[i]->level == 1) return 0;
-    return (double)n / compaction_l1_trigger(v, o);
+    return (double)n / compaction_l1_trigger(v, o, base);
 }
 
 /* Tombstone share of f if it qualifies for a density compaction, else 0. */
@@ -433,7 +432,7 @@ compaction_t *compaction_pick(version_t *v, const compaction_opts_t *o, compacti
     int tried[NL] = {0};
     uint64_t target[NL];
     int base = compaction_level_targets(v, o, target);
-    score[1] = l1_score(v, o, s);
+    score[1] = l1_score(v, o, base, s);
     for (int l = 2; l < NL - 1; l++) score[l] = size_score(v, l, target[l]);
     for (;;) {
         int best = -1;

@@ -162,9 +162,10 @@ void compaction_state_free(compaction_state_t *s);
 int compaction_state_running(const compaction_state_t *s);
 
 /* Level-1 file count that makes level 1 due under o (l1_file_count_trigger,
- * or twice it while batching; see "Level-1 batching"). Caller holds the db
- * mutex or owns v. */
-int compaction_l1_trigger(version_t *v, const compaction_opts_t *o);
+ * or twice it while batching; see "Level-1 batching"); base is v's base
+ * level as compaction_level_targets returns it. Caller holds the db mutex
+ * or owns v. */
+int compaction_l1_trigger(version_t *v, const compaction_opts_t *o, int base);
 
 /* Target bytes of each level of v under o (0 = no size target: levels 0
  * and 1, levels above the base, or base_level_bytes 0); target[last] is the
