@@ -267,8 +267,15 @@ int tdb_drop_cf(tdb_t *db, const char *name) {
             atomic_store(&cf->dropped, false);
         } else {
             /* Wait out a running flush or compaction of this family; they
-             * check `dropped` and discard their output. */
-            while (cf->flushing || cf->compacting) pthread_cond_wait(&db->done_cv, &db->mu);
+             * check `dropped` and discard their output, under manifest_mu:
+             * so wait without it, then retake both in lock order. */
+            while (cf->flushing || cf->compacting) {
+                pthread_mutex_unlock(&db->manifest_mu);
+                while (cf->flushing || cf->compacting) pthread_cond_wait(&db->done_cv, &db->mu);
+                pthread_mutex_unlock(&db->mu);
+                pthread_mutex_lock(&db->manifest_mu);
+                pthread_mutex_lock(&db->mu);
+            }
             cf_release_data(cf);
             db_delete_obsolete_wals(db);
         }
