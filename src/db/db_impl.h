@@ -18,7 +18,9 @@
  *     direct gate is open; a write leader and an exclusive writer close it
  *     and wait until none is in flight, so memtable switches, validation
  *     and the leader's serial memtable hint never race with one, and the
- *     leader sees every earlier write applied and visible.
+ *     leader sees every earlier write applied and visible. A direct
+ *     write's range is published by whichever direct writer completes the
+ *     run of applied batches up to it (db/direct.h), in sequence order.
  *  3. Every memtable switch rotates the WAL, and the old WAL is fsynced
  *     before the new one is created. Hence any memtable that reaches an SST
  *     contains only data whose WAL is durable, and after a crash the state
@@ -47,8 +49,8 @@
  *     once by tdb_flush); writers that would have to wait for it get
  *     NO_SPACE instead of stalling.
  *
- * Locks (acquire in this order): manifest_mu -> mu -> sv_mu, wal_mu, pub_mu
- * (pub_mu is a leaf: nothing is taken while holding it).
+ * Locks (acquire in this order): manifest_mu -> mu -> sv_mu, wal_mu, the
+ * direct lane's mutex (a leaf: nothing is taken while holding it).
  *  - mu: family list and per-family memtable queue, versions, the writer
  *    queue, background job state.
  *  - sv_mu: guards each family's superversion pointer swap; readers hold it
@@ -156,6 +158,8 @@ typedef struct writer {
     struct writer *next;
 } writer_t;
 
+typedef struct direct_lane direct_lane_t; /* db/direct.c */
+
 typedef struct db_counters {
     atomic_uint_fast64_t user_bytes, wal_bytes, flush_bytes, compact_read,
         compact_written, flushes, compactions, stall_micros, stall_max, stalls, delays, stall_timeouts;
@@ -207,17 +211,11 @@ struct tdb {
     atomic_uint_fast64_t last_seq;    /* last assigned */
     atomic_uint_fast64_t visible_seq; /* last readable */
 
-    /* Direct writers (invariant 2a, db/write.c). */
-    atomic_int direct_gate;     /* > 0: closed by a leader or exclusive writer */
-    atomic_int direct_inflight; /* direct writers past the gate, not yet published */
+    /* Direct writers (invariant 2a; db/direct.h: the gate, tickets,
+     * publication and waits). */
+    struct direct_lane *direct;
     atomic_bool direct_ok;      /* the last leader found no back-pressure */
     int64_t direct_room;        /* under wal_mu: bytes direct writers may still add */
-    /* Sleeping waits of the direct lane (a publication in order, the gate
-     * draining): waiters count themselves, then sleep on pub_cv under
-     * pub_mu; whoever changes what they wait for broadcasts if any. */
-    pthread_mutex_t pub_mu;
-    pthread_cond_t pub_cv;
-    atomic_int pub_waiters;
 
     lru_cache_t *block_cache;
     table_cache_t *table_cache;

@@ -17,6 +17,7 @@
 
 #include "db/db.h"
 #include "db/db_impl.h"
+#include "db/direct.h"
 #include "sst/sst.h"
 #include "util/mutex.h"
 #include <unistd.h>
@@ -271,8 +272,7 @@ static void db_destroy(tdb_t *db) {
     pthread_mutex_destroy(&db->mu);
     pthread_mutex_destroy(&db->sv_mu);
     pthread_mutex_destroy(&db->wal_mu);
-    pthread_mutex_destroy(&db->pub_mu);
-    pthread_cond_destroy(&db->pub_cv);
+    direct_close(db);
     pthread_cond_destroy(&db->bg_cv);
     pthread_cond_destroy(&db->done_cv);
     free(db->path);
@@ -322,11 +322,10 @@ int tdb_open_env(const char *path, const tdb_config_t *cfg, env_t *env, tdb_t **
     /* Held for short sections by readers and direct writers: adaptive. */
     tdb_mutex_init_short(&db->sv_mu);
     tdb_mutex_init_short(&db->wal_mu);
-    tdb_mutex_init_short(&db->pub_mu);
-    pthread_cond_init(&db->pub_cv, NULL);
     pthread_cond_init(&db->bg_cv, NULL);
     pthread_cond_init(&db->done_cv, NULL);
     if (!(db->path = strdup(path))) RAISE(TDB_ERR_NOMEM, "database");
+    TRY(direct_open(db));
     if (!db->env->exists(db->env, path)) {
         if (!c.create_if_missing) RAISE(TDB_ERR_NOT_FOUND, "%s does not exist (create_if_missing is off)", path);
         TRY(db->env->mkdir(db->env, path));

@@ -4,7 +4,8 @@
  *    validation and no back-pressure is numbered and appended to the WAL
  *    by its own thread under wal_mu (a few microseconds), inserted into the
  *    memtables concurrently with other direct writers, and published in
- *    sequence order. No queue, no hand-off between threads.
+ *    sequence order (db/direct.c: the gate, tickets, waits). No queue, no
+ *    hand-off between threads.
  *  - Group commit: every other writer queues under mu; the head of the
  *    queue becomes the leader, closes the direct gate, takes a group of
  *    queued batches, makes room (memtable switch, back-pressure), validates,
@@ -15,10 +16,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "db/db_impl.h"
+#include "db/direct.h"
 #include "util/checksum.h"
 
 #define MAX_GROUP_BYTES (1u << 20)
@@ -285,96 +285,6 @@ static void memtable_state(tdb_t *db, mem_state_t *st) {
         double p = cf_pressure(cf);
         if (p > st->max_pressure) st->max_pressure = p;
     }
-}
-
-/* ---------------------------------------------------------------------------
- * The direct gate (invariant 2a). A direct writer enters by counting itself
- * in flight and then finding the gate open; a closer counts itself on the
- * gate and then waits for the in-flight count to reach zero. Both sides use
- * sequentially consistent operations, so at least one of them sees the
- * other: no direct writer runs while the gate is closed.
- * ------------------------------------------------------------------------- */
-
-/* How long a direct-lane wait spins before it sleeps. The step waited for
- * is a memtable insert of a few microseconds (more on a cache-missing
- * 64 MiB skip list), unless its thread was preempted; a futex sleep and
- * wake-up costs tens of microseconds. Measured on 2 cores, 1M-key
- * fillrandom with 2 writers: 256 pauses (~7 us here) gave p99 38 us;
- * spinning up to 100 us, 26-31 us (3 runs; 50 us: 35-38, 200 us: 34-37).
- * Time-based, so the same on CPUs whose pause takes 10 or 140 cycles. */
-#define DIRECT_SPIN_NS 100000ull
-
-static void cpu_pause(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
-/* Wait until done(db, arg): spin, then sleep on pub_cv. The side that makes
- * it true calls direct_wake afterwards. Waiter: count, then check (under
- * pub_mu); waker: change, then read the count (all seq_cst), so one of the
- * two sees the other. */
-/* The process's monotonic clock, not env->now_micros: an embedder's env
- * may supply any clock (a test env's stands still), and a spin bounded by
- * it might never end. */
-static uint64_t mono_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
-static void direct_wait(tdb_t *db, bool (*done)(tdb_t *, uint64_t), uint64_t arg) {
-    uint64_t until = 0;
-    for (unsigned i = 1;; i++) {
-        if (done(db, arg)) return;
-        cpu_pause();
-        if (i % 32 == 0) { /* read the clock now and then */
-            uint64_t now = mono_ns();
-            if (!until) until = now + DIRECT_SPIN_NS;
-            else if (now >= until) break;
-        }
-    }
-    pthread_mutex_lock(&db->pub_mu);
-    atomic_fetch_add(&db->pub_waiters, 1);
-    while (!done(db, arg)) pthread_cond_wait(&db->pub_cv, &db->pub_mu);
-    atomic_fetch_sub(&db->pub_waiters, 1);
-    pthread_mutex_unlock(&db->pub_mu);
-}
-
-static void direct_wake(tdb_t *db) {
-    if (atomic_load(&db->pub_waiters) == 0) return;
-    pthread_mutex_lock(&db->pub_mu);
-    pthread_cond_broadcast(&db->pub_cv);
-    pthread_mutex_unlock(&db->pub_mu);
-}
-
-static bool visible_is(tdb_t *db, uint64_t seq) { return atomic_load(&db->visible_seq) == seq; }
-static bool none_in_flight(tdb_t *db, uint64_t unused) {
-    (void)unused;
-    return atomic_load(&db->direct_inflight) == 0;
-}
-
-/* Close the gate and wait out the direct writers in flight. They take no
- * lock but wal_mu and pub_mu and wait for nothing but each other, so the
- * caller may hold mu. Nests (a count). */
-static void direct_gate_close(tdb_t *db) {
-    atomic_fetch_add(&db->direct_gate, 1);
-    direct_wait(db, none_in_flight, 0);
-}
-
-static void direct_gate_open(tdb_t *db) {
-    if (atomic_fetch_sub(&db->direct_gate, 1) == 1) direct_wake(db); /* writers waiting for it */
-}
-
-/* A direct writer leaves the lane; the last one out wakes a closer waiting
- * for the gate to drain. */
-static void direct_leave(tdb_t *db) {
-    if (atomic_fetch_sub(&db->direct_inflight, 1) == 1 && atomic_load(&db->direct_gate) > 0) direct_wake(db);
-}
-
-static bool gate_open_or_lane_shut(tdb_t *db, uint64_t unused) {
-    (void)unused;
-    return atomic_load(&db->direct_gate) == 0 || !atomic_load(&db->direct_ok);
 }
 
 /* Memtable bytes charged per entry beyond its batch bytes (node links,
@@ -685,16 +595,7 @@ static int write_direct(tdb_t *db, tdb_batch_t *b, tdb_cf_t **cfs, int ncfs, boo
     int rc = TDB_OK;
     bool nospace = false;
     *queued = true;
-    for (;;) {
-        atomic_fetch_add(&db->direct_inflight, 1);
-        if (atomic_load(&db->direct_gate) == 0) break;
-        /* A leader is at work. Queueing behind it would make this write a
-         * leader in turn, and the other writers queue behind that one:
-         * while the lane stays allowed, wait for the gate instead. */
-        direct_leave(db);
-        if (!atomic_load(&db->direct_ok)) return TDB_OK;
-        direct_wait(db, gate_open_or_lane_shut, 0);
-    }
+    if (!direct_enter(db)) return TDB_OK;
     if (!atomic_load(&db->direct_ok)) goto out;
     /* In flight with the gate open: no memtable switches until we leave. */
     for (int i = 0; i < ncfs; i++) {
@@ -705,18 +606,19 @@ static int write_direct(tdb_t *db, tdb_batch_t *b, tdb_cf_t **cfs, int ncfs, boo
     uint64_t n = tdb_batch_count(b);
     int64_t charge = (int64_t)rep.size + (int64_t)n * DIRECT_ENTRY_OVERHEAD;
     pthread_mutex_lock(&db->wal_mu);
-    if (db->direct_room < charge) {
+    if (db->direct_room < charge || !direct_ticket_room(db)) {
         pthread_mutex_unlock(&db->wal_mu);
         goto out;
     }
     *queued = false;
-    uint64_t first = atomic_load(&db->last_seq) + 1;
+    uint64_t first = atomic_load(&db->last_seq) + 1, ticket = 0;
     batch_set_seq(b, first);
     slice_t payload = batch_wal_payload(b, &db->wal_expected_seq);
     rc = wal_append_locked(db, &payload, 1, false, interval, &nospace);
     if (rc == TDB_OK) {
         atomic_store(&db->last_seq, first + n - 1);
         db->direct_room -= charge;
+        ticket = direct_ticket_take(db, first + n - 1); /* ticket order = sequence order */
     }
     pthread_mutex_unlock(&db->wal_mu);
     if (rc != TDB_OK) {
@@ -724,13 +626,11 @@ static int write_direct(tdb_t *db, tdb_batch_t *b, tdb_cf_t **cfs, int ncfs, boo
         goto out;
     }
     rc = apply_batch(db, rep, 0, true);
-    /* Publish in sequence order: wait for the writes numbered before ours
-     * (in flight too, so they finish without us). After a failed insert the
+    /* Published in sequence order, by whichever writer completes the run
+     * up to ours; returns once ours is visible. After a failed insert the
      * range is published all the same, so later writers are not stuck; the
      * error below is sticky and refuses further writes. */
-    direct_wait(db, visible_is, first - 1);
-    atomic_store(&db->visible_seq, first + n - 1);
-    direct_wake(db);
+    direct_publish(db, ticket, first + n - 1);
     if (rc == TDB_OK) atomic_fetch_add(&db->ctr.user_bytes, batch_user_bytes(b));
     else atomic_store(&db->direct_ok, false);
 out:
@@ -984,26 +884,6 @@ void tdb_write_options_default(tdb_write_options_t *o) { memset(o, 0, sizeof *o)
 
 int tdb_write_opt(tdb_t *db, tdb_batch_t *b, const tdb_write_options_t *opts) {
     return db_write_bounded(db, b, NULL, NULL, opts ? opts->stall_timeout_ms : 0);
-}
-
-/* Single-operation convenience: a one-entry batch on the stack's heap. */
-static int write_one(tdb_t *db, tdb_cf_t *cf, unsigned type, const void *key, size_t klen, const void *val,
-                     size_t vlen, int64_t ttl) {
-    tdb_batch_t *b;
-    int rc = tdb_batch_create(&b);
-    if (rc != TDB_OK) return rc;
-    rc = type == KT_DELETE ? tdb_batch_delete(b, cf, key, klen) : tdb_batch_put(b, cf, key, klen, val, vlen, ttl);
-    if (rc == TDB_OK) rc = tdb_write(db, b);
-    tdb_batch_destroy(b);
-    return rc;
-}
-
-int tdb_put(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen, const void *val, size_t vlen, int64_t ttl) {
-    return write_one(db, cf, KT_PUT, key, klen, val, vlen, ttl);
-}
-
-int tdb_delete(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen) {
-    return write_one(db, cf, KT_DELETE, key, klen, NULL, 0, 0);
 }
 
 int tdb_sync(tdb_t *db) {
