@@ -47,8 +47,8 @@ void tdb_snapshot_release(tdb_t *db, tdb_snapshot_t *s) {
 
 uint64_t tdb_snapshot_sequence(const tdb_snapshot_t *s) { return s ? s->seq : 0; }
 
-/* Turn a found entry into the caller's result. */
-static int finish_get(unsigned type, slice_t raw, buf_t *out, void **val, size_t *vlen) {
+/* Turn a found entry into the caller's result: a copy of the value. */
+static int finish_get(unsigned type, slice_t raw, void **val, size_t *vlen) {
     slice_t v;
     if (!kt_is_value(type) || !db_value_live(type, raw, db_now_unix(), &v)) return TDB_ERR_NOT_FOUND;
     char *p = (char *)malloc(v.size ? v.size : 1);
@@ -56,7 +56,27 @@ static int finish_get(unsigned type, slice_t raw, buf_t *out, void **val, size_t
     if (v.size) memcpy(p, v.data, v.size);
     *val = p;
     *vlen = v.size;
-    (void)out;
+    return TDB_OK;
+}
+
+/* The same for a value a table lookup copied into *b (heap memory the
+ * caller may own): hand b's storage over instead of copying it again (a
+ * TTL prefix is moved out in place). */
+static int finish_get_buf(unsigned type, buf_t *b, void **val, size_t *vlen) {
+    slice_t v;
+    if (!kt_is_value(type) || !db_value_live(type, buf_slice(b), db_now_unix(), &v)) return TDB_ERR_NOT_FOUND;
+    if (!b->data) return finish_get(type, buf_slice(b), val, vlen); /* an empty value: nothing allocated */
+    if (v.data != b->data) memmove(b->data, v.data, v.size);
+    /* Give back a large slack (the buffer grew in powers of two); a small
+     * one is not worth a realloc, which costs more than malloc and free. */
+    if (b->cap - v.size > 4096) {
+        char *p = (char *)realloc(b->data, v.size ? v.size : 1); /* shrinks in place */
+        if (p) b->data = p;
+    }
+    *val = b->data;
+    *vlen = v.size;
+    b->data = NULL; /* the caller's now */
+    b->size = b->cap = 0;
     return TDB_OK;
 }
 
@@ -93,17 +113,17 @@ int tdb_get(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap, const void *key
     uint64_t found_seq;
     buf_t b = {0};
     if (mem_lookup(sv->mem, uk, seq, &type, &found_seq, &raw)) {
-        rc = finish_get(type, raw, &b, val, vlen);
+        rc = finish_get(type, raw, val, vlen);
         goto done;
     }
     for (int i = 0; i < sv->nimm; i++) {
         if (mem_lookup(sv->imm[i], uk, seq, &type, &found_seq, &raw)) {
-            rc = finish_get(type, raw, &b, val, vlen);
+            rc = finish_get(type, raw, val, vlen);
             goto done;
         }
     }
     rc = version_get(sv->version, db->table_cache, uk, seq, &type, &found_seq, &b);
-    if (rc == 1) rc = finish_get(type, buf_slice(&b), &b, val, vlen);
+    if (rc == 1) rc = finish_get_buf(type, &b, val, vlen);
     else if (rc == 0) rc = TDB_ERR_NOT_FOUND;
 done:
     buf_free(&b);

@@ -355,7 +355,7 @@ static int probe_file(table_cache_t *tc, const file_meta_t *f, slice_t user_key,
     int rc = table_cache_get(tc, f->number, &r);
     if (rc != TDB_OK) return rc;
     uint64_t tomb = sst_reader_range_del_seq(r, user_key, snap_seq);
-    rc = sst_reader_may_contain(r, user_key) ? sst_reader_get(r, user_key, snap_seq, type, seq, value) : 0;
+    rc = sst_reader_get(r, user_key, snap_seq, type, seq, value); /* checks the bloom filter first */
     sst_reader_unref(r);
     if (rc < 0 || tomb == 0 || (rc == 1 && *seq > tomb)) return rc;
     *type = KT_RANGE_DELETE; /* the key is covered by a newer tombstone */
