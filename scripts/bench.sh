@@ -1,38 +1,75 @@
 #!/usr/bin/env bash
-# Head-to-head benchmark: installs every dependency, builds Release into
-# build/, runs tdb_bench at the quick default size with every engine
-# (TidesDB, RocksDB, LevelDB), and writes results/bench-<timestamp>.csv,
-# .txt (the table) and .png charts. Extra arguments go to tdb_bench, e.g.
-#   bash scripts/bench.sh --num=5000000 --workloads=fillrandom,readrandom
-set -euo pipefail
+# The main job: the SQL head-to-head, TidesDB vs InnoDB vs MyRocks in the
+# pinned MariaDB server, at the quick default size (about 15 minutes on 2
+# cores). Run as root on Debian 12: installs every dependency (build tools,
+# the pinned server with MyRocks, sysbench, matplotlib, a Go toolchain,
+# go-tpc), builds the engine plugin and the harnesses, then runs
+#   1. sqlbench  the sysbench sweep (oltp_read_write, oltp_point_select,
+#                oltp_insert, oltp_write_only at 1 and 8 threads);
+#   2. tpcc      TPC-C on go-tpc (NOPM, TPM, per-transaction latency,
+#                timeline, consistency check after every run);
+#   3. iibench   the insert benchmark (load, then inserts + queries);
+# and prints their tables. Everything lands in results/sql-<stamp>/<harness>/
+# (CSV, Markdown, PNG charts, the settings that differ from the defaults).
+#
+# Presets, printed with every result and applied to all three harnesses:
+#   DURABILITY=relaxed (default: no sync at commit, as the seeds ran) | durable
+#   MEMORY=equal (default: each engine's server limited to MEM_LIMIT, page
+#          cache included, InnoDB on buffered I/O) | seed (equal caches,
+#          InnoDB O_DIRECT, no limit: the seed articles' setting)
+#   HARNESSES="sqlbench tpcc iibench" runs a subset.
+# Each harness has a seed-size preset for a bigger machine (see
+# docs/benchmarks-sql.md). The library head-to-head is scripts/bench_lib.sh.
+set -uo pipefail
 cd "$(dirname "$0")/.."
+. scripts/mariadb/common.sh
 
-bash scripts/setup.sh
-cmake -G Ninja -S . -B build -U TDB_SUBSYSTEMS -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build --target tdb_bench
+[ "$(id -u)" -eq 0 ] || die "bench.sh installs packages and limits memory with cgroups: run it as root"
+bash scripts/setup.sh || die "installing the build dependencies failed"
+bash scripts/mariadb/setup.sh || die "installing the pinned MariaDB server failed"
+getent hosts localhost >/dev/null || echo "127.0.0.1 localhost" >>/etc/hosts
+bash scripts/mariadb/build_plugin.sh || die "building ha_tidesdb.so failed"
+ensure_gotpc
+ensure_sql_harnesses
 
-mkdir -p results
-ts=$(date +%Y%m%d-%H%M%S)
-out="results/bench-$ts"
+DURABILITY="${DURABILITY:-relaxed}"
+MEMORY="${MEMORY:-equal}"
+HARNESSES="${HARNESSES:-sqlbench tpcc iibench}"
+stamp="$(date +%Y%m%d_%H%M%S)"
+OUT="$TIDESQL_ROOT/results/sql-$stamp"
+mkdir -p "$OUT"
 echo "bench: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM," \
-     "load average $(cut -d' ' -f1-3 /proc/loadavg); results in $out.*"
+     "load average $(cut -d' ' -f1-3 /proc/loadavg); presets $DURABILITY/$MEMORY; results in $OUT"
 
 status=0
-./build/tools/tdb_bench --csv="$out.csv" "$@" | tee "$out.txt" || status=$?
-
-# Charts: the first python that has matplotlib.
-py=""
-for cand in .venv/bin/python /usr/bin/python3 python3; do
-  if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import matplotlib' 2>/dev/null; then
-    py="$cand"
-    break
+run() { # name command...
+  local name="$1" t0=$SECONDS
+  shift
+  echo
+  echo "===== $name"
+  if "$@"; then
+    echo "bench: $name done in $((SECONDS - t0)) s"
+  else
+    echo "bench: $name FAILED (exit $?, $((SECONDS - t0)) s): see $OUT/$name" >&2
+    status=1
   fi
+}
+for h in $HARNESSES; do
+  case "$h" in
+    sqlbench) run sqlbench env PRESET=quick DURABILITY="$DURABILITY" MEMORY="$MEMORY" OUT="$OUT/sqlbench" \
+                "$SQL_BIN/sqlbench" ;;
+    tpcc) run tpcc "$SQL_BIN/tpcc" --preset quick --durability "$DURABILITY" --memory "$MEMORY" --out "$OUT/tpcc" ;;
+    iibench) run iibench "$SQL_BIN/iibench" --config tools/sql/iibench/quick.toml --server \
+               --durability "$DURABILITY" --memory "$MEMORY" --out "$OUT/iibench" ;;
+    *) die "unknown harness '$h' in HARNESSES (want sqlbench, tpcc, iibench)" ;;
+  esac
 done
-if [ ! -s "$out.csv" ]; then
-  echo "bench: no CSV written: charts skipped"
-elif [ -z "$py" ]; then
-  echo "bench: matplotlib is not available: charts skipped (table and CSV above)"
-else
-  "$py" scripts/plot_bench.py "$out.csv" || echo "bench: chart drawing failed: charts skipped"
-fi
+
+echo
+echo "===== summary ($DURABILITY/$MEMORY, $OUT)"
+for h in $HARNESSES; do
+  for f in "$OUT/$h"/summary*.md; do
+    [ -f "$f" ] && { echo "--- $h: $(basename "$f")"; cat "$f"; echo; }
+  done
+done
 exit "$status"

@@ -81,7 +81,7 @@ for t in 1 2; do
       }' "$csv"
     rm -f "$csv"
   else
-    echo "(tdb_bench not built: run bash scripts/bench.sh or build the tdb_bench target)"
+    echo "(tdb_bench not built: run bash scripts/bench_lib.sh or build the tdb_bench target)"
   fi
 done
 

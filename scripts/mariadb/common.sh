@@ -27,6 +27,47 @@ check_server_version() {
   esac
 }
 
+# A Go toolchain of at least GO_MIN (the SQL benchmark harnesses and
+# go-tpc): the go on PATH if new enough; else one fetched once through the
+# Go module proxy (the golang.org/toolchain module holds whole releases)
+# into build/go/, using Debian's older golang-go to download it when no go
+# is installed. Exports GO (the binary to use).
+GO_MIN="${GO_MIN:-1.22}"
+GO_FETCH_VERSION="${GO_FETCH_VERSION:-1.22.12}"
+go_new_enough() { # go-binary
+  local v
+  v="$("$1" env GOVERSION 2>/dev/null)" || return 1
+  v="${v#go}"
+  [ "$(printf '%s\n%s\n' "$GO_MIN" "$v" | sort -V | head -1)" = "$GO_MIN" ]
+}
+ensure_go() {
+  local local_go="$TIDESQL_ROOT/build/go/bin/go"
+  if command -v go >/dev/null 2>&1 && go_new_enough go; then GO="$(command -v go)"; export GO; return 0; fi
+  if [ -x "$local_go" ] && go_new_enough "$local_go"; then GO="$local_go"; export GO; return 0; fi
+  local boot=go
+  if ! command -v go >/dev/null 2>&1; then
+    [ "$(id -u)" -eq 0 ] || die "no Go toolchain: install Go >= $GO_MIN (or run as root to let the scripts fetch one)"
+    echo "go: installing Debian's golang-go to fetch Go $GO_FETCH_VERSION" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends golang-go >/dev/null ||
+      die "apt-get install golang-go failed"
+    boot=/usr/bin/go
+  fi
+  local mod="golang.org/toolchain@v0.0.1-go$GO_FETCH_VERSION.linux-$(dpkg --print-architecture)" tmp dir
+  tmp="$(mktemp -d)"
+  echo "go: fetching $mod through the module proxy" >&2
+  dir="$(cd "$tmp" && GOFLAGS=-mod=mod GOTOOLCHAIN=local "$boot" mod download -json "$mod" |
+         sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  rm -rf "$tmp"
+  [ -n "$dir" ] && [ -f "$dir/bin/go" ] || die "could not download Go $GO_FETCH_VERSION ($mod)"
+  rm -rf "$TIDESQL_ROOT/build/go"
+  mkdir -p "$TIDESQL_ROOT/build"
+  cp -r "$dir" "$TIDESQL_ROOT/build/go"
+  chmod -R u+w "$TIDESQL_ROOT/build/go"
+  chmod +x "$TIDESQL_ROOT/build/go/bin/"* "$TIDESQL_ROOT/build/go/pkg/tool/"*/* 2>/dev/null || true
+  go_new_enough "$local_go" || die "the fetched Go toolchain in build/go does not run"
+  GO="$local_go"; export GO
+}
+
 # go-tpc (TPC-C driver): github.com/pingcap/go-tpc at this version, built
 # once from the Go module cache into build/go-tpc/ (the checksum database
 # does not know the module here: GONOSUMDB for it only).
@@ -34,19 +75,30 @@ GOTPC_VERSION="${GOTPC_VERSION:-v1.0.9}"
 GOTPC_BIN="${GOTPC_BIN:-$TIDESQL_ROOT/build/go-tpc/go-tpc}"
 ensure_gotpc() {
   [ -x "$GOTPC_BIN" ] && return 0
-  command -v go >/dev/null 2>&1 || die "go is not installed (needed to build go-tpc)"
+  ensure_go
   local tmp dir
   tmp="$(mktemp -d)"
   echo "go-tpc: downloading github.com/pingcap/go-tpc@$GOTPC_VERSION" >&2
-  dir="$(cd "$tmp" && go mod init tidesql-gotpc >/dev/null 2>&1 &&
+  dir="$(cd "$tmp" && "$GO" mod init tidesql-gotpc >/dev/null 2>&1 &&
          GONOSUMDB=github.com/pingcap/go-tpc GOFLAGS=-mod=mod \
-         go mod download -json "github.com/pingcap/go-tpc@$GOTPC_VERSION" |
+         "$GO" mod download -json "github.com/pingcap/go-tpc@$GOTPC_VERSION" |
          sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
   rm -rf "$tmp"
   [ -n "$dir" ] && [ -d "$dir/cmd/go-tpc" ] || die "could not download go-tpc $GOTPC_VERSION"
   mkdir -p "$(dirname "$GOTPC_BIN")"
   echo "go-tpc: building $GOTPC_BIN" >&2
   (cd "$dir" && GONOSUMDB=github.com/pingcap/go-tpc GOFLAGS=-buildvcs=false \
-     go build -o "$GOTPC_BIN.tmp" ./cmd/go-tpc) || die "go-tpc build failed"
+     "$GO" build -o "$GOTPC_BIN.tmp" ./cmd/go-tpc) || die "go-tpc build failed"
   mv -f "$GOTPC_BIN.tmp" "$GOTPC_BIN"
+}
+
+# The SQL benchmark harnesses (tools/sql: sqlbench, tpcc, iibench), built
+# into build/sql/bin/ with the Go toolchain from ensure_go.
+SQL_BIN="$TIDESQL_ROOT/build/sql/bin"
+ensure_sql_harnesses() {
+  ensure_go
+  mkdir -p "$SQL_BIN"
+  (cd "$TIDESQL_ROOT/tools/sql" && for c in cmd/*/; do
+     "$GO" build -o "$SQL_BIN/$(basename "$c")" "./$c" || exit 1
+   done) || die "building the SQL benchmark harnesses (tools/sql) failed"
 }

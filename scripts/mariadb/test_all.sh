@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The whole TideSQL (MariaDB engine) test suite, each step bounded in time:
 #   setup (packages, pinned server, headers; root) -> build (library +
-#   plugin) -> mtr (suite tidesdb) -> sysbench smoke (READ COMMITTED, all
+#   plugin) -> harness_unit (tools/sql: go vet + unit tests) -> mtr (suite tidesdb) -> sysbench smoke (READ COMMITTED, all
 #   workloads) -> sysbench at REPEATABLE READ, optimistic -> TPC-C (go-tpc,
 #   2 warehouses, 2 threads, 60 s, check) -> crash test (kill -9 during
-#   sysbench writes and during TPC-C).
+#   sysbench writes and during TPC-C) -> harness_smoke (each SQL benchmark
+#   harness for a few seconds on one engine).
 # Prints one line per step and a final "N passed, N failed"; exits non-zero
 # if any step failed. Logs: build/mariadb/test_all/<step>.log.
 # Environment: SKIP="step ..." to skip steps; SMOKE_TIME=5 TPCC_TIME=60s;
@@ -54,6 +55,7 @@ else
   echo "test_all: setup: skipped (not root; assuming scripts/mariadb/setup.sh ran)"
 fi
 step build 1200 1 bash "$here/build_plugin.sh" || broken="${broken:-build}"
+step harness_unit 300 0 bash "$here/harness_test.sh"
 step mtr 900 1 bash "$here/mtr.sh"
 step sysbench 600 1 env TIME="${SMOKE_TIME:-5}" bash "$here/sysbench_smoke.sh"
 step sysbench_rr_optimistic 300 1 env TIME="${SMOKE_TIME:-5}" ISOLATION=REPEATABLE-READ \
@@ -61,6 +63,7 @@ step sysbench_rr_optimistic 300 1 env TIME="${SMOKE_TIME:-5}" ISOLATION=REPEATAB
   SYSBENCH_PORT=3322 bash "$here/sysbench_smoke.sh" oltp_read_write oltp_write_only
 step tpcc 900 1 env TIME="${TPCC_TIME:-60s}" bash "$here/tpcc.sh"
 step crash 600 1 bash "$here/crash_test.sh"
+step harness_smoke 600 1 bash "$here/harness_test.sh" --smoke
 
 echo "test_all: TideSQL: $passed passed, $failed failed in $((SECONDS - t_start)) s (budget ${TOTAL_LIMIT}s)"
 echo "$passed passed, $failed failed"

@@ -454,3 +454,52 @@ func DropCaches() error {
 
 // ErrNotRunning is returned by operations on a stopped server.
 var ErrNotRunning = errors.New("server is not running")
+
+// Run is a fresh server for one engine of a benchmark: the page cache
+// dropped first (so each engine starts cold), the engine's plugin loaded,
+// the settings that differ from the defaults read, and the database made.
+type Run struct {
+	*Server
+	Engine   string
+	Settings []Setting
+	Notes    []string // what could not be done, for the results
+}
+
+// StartRun starts o (Fresh is forced) for engine and creates database db.
+func StartRun(ctx context.Context, env Env, o Options, engine, db string) (*Run, error) {
+	r := &Run{Engine: engine}
+	if err := DropCaches(); err != nil {
+		r.Notes = append(r.Notes, "page cache not dropped before each server started ("+err.Error()+")")
+	}
+	o.Engines, o.Fresh = nil, true
+	if engine != "InnoDB" {
+		o.Engines = []string{engine}
+	}
+	s, err := Start(ctx, env, o)
+	if err != nil {
+		return nil, fmt.Errorf("starting the %s server: %w", engine, err)
+	}
+	r.Server = s
+	if r.Settings, err = s.Settings(ctx); err != nil {
+		r.Notes = append(r.Notes, "settings of the "+engine+" server not read: "+err.Error())
+	}
+	conn, err := s.Open("")
+	if err == nil {
+		_, err = conn.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+db+"`")
+		conn.Close()
+	}
+	if err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("%s server: creating database %s: %w", engine, db, err)
+	}
+	return r, nil
+}
+
+// Why explains a failure of a step run against the server: when the
+// server is gone it adds the end of its error log.
+func (s *Server) Why(err error) error {
+	if err == nil || s.Alive() {
+		return err
+	}
+	return fmt.Errorf("%w\nthe server died; the end of its error log:\n%s", err, s.LogTail(12))
+}

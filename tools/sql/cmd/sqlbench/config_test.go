@@ -1,0 +1,96 @@
+package main
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"tidesql/bench/internal/server"
+)
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestQuickDefaults(t *testing.T) {
+	c, err := LoadConfig(envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Tables != 4 || !reflect.DeepEqual(c.TableSizes, []int{50000}) || !reflect.DeepEqual(c.Threads, []int{1, 8}) ||
+		c.Time != 10 || c.Warmup != 2 || c.Iterations != 1 {
+		t.Errorf("quick preset %+v", c)
+	}
+	if !reflect.DeepEqual(c.Engines, []string{"TidesDB", "InnoDB", "RocksDB"}) {
+		t.Errorf("engines %v", c.Engines)
+	}
+	if !reflect.DeepEqual(c.Workloads, []string{"oltp_read_write", "oltp_point_select", "oltp_insert", "oltp_write_only"}) {
+		t.Errorf("workloads %v", c.Workloads)
+	}
+	if c.Preset.Durability != server.Relaxed || c.Preset.Memory != server.Equal || c.Preset.MemLimit != 1<<30 {
+		t.Errorf("preset %+v", c.Preset)
+	}
+}
+
+// The seed article's exact command line.
+func TestSeedCommand(t *testing.T) {
+	c, err := LoadConfig(envOf(map[string]string{"TABLE_SIZES": "1000000", "TABLES": "8", "THREAD_COUNTS": "1 8 16 32",
+		"TIME": "300", "WARMUP": "120", "ENGINES": "TidesDB InnoDB",
+		"WORKLOADS": "oltp_read_write oltp_point_select oltp_insert oltp_write_only", "TIDESDB_SYNC_MODE": "0",
+		"ITERATIONS": "1", "TIDESDB_COMPRESSION": "LZ4", "INNODB_COMPRESSION": "LZ4",
+		"TIDESDB_BLOCK_CACHE": "2147483648", "INNODB_BUFFER_POOL": "2G", "INNODB_FLUSH": "0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Preset
+	if p.TidesDBCache != 2<<30 || p.InnoDBCache != 2<<30 || p.TidesDBSync != "NONE" || p.InnoDBFlush != "0" ||
+		p.TidesDBCompression != "LZ4" || p.InnoDBCompression != "LZ4" || p.RocksDBCompression != "LZ4" {
+		t.Errorf("preset %+v", p)
+	}
+	if p.MemLimit < 4<<30 {
+		t.Errorf("memory limit %d does not hold two 2 GiB caches", p.MemLimit)
+	}
+	if !reflect.DeepEqual(c.Threads, []int{1, 8, 16, 32}) || c.Time != 300 || c.Warmup != 120 ||
+		!reflect.DeepEqual(c.Engines, []string{"TidesDB", "InnoDB"}) {
+		t.Errorf("sweep %+v", c)
+	}
+	s, err := LoadConfig(envOf(map[string]string{"PRESET": "seed", "MEMORY": "seed"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Tables != 8 || s.TableSizes[0] != 1000000 || s.Time != 300 || s.Preset.MemLimit != 0 {
+		t.Errorf("PRESET=seed %+v", s)
+	}
+}
+
+func TestBadValuesNameTheVariable(t *testing.T) {
+	for k, v := range map[string]string{"TABLES": "0", "THREAD_COUNTS": "1 x", "TIME": "ten", "ENGINES": "MyISAM",
+		"WORKLOADS": "oltp_everything", "TIDESDB_SYNC_MODE": "7", "INNODB_FLUSH": "5", "PRESET": "huge",
+		"TIDESDB_BLOCK_CACHE": "lots", "DURABILITY": "maybe", "TABLE_SIZES": ""} {
+		env := map[string]string{k: v}
+		if k == "TABLE_SIZES" {
+			env = map[string]string{k: " , "}
+		}
+		_, err := LoadConfig(envOf(env))
+		if err == nil {
+			t.Errorf("%s=%q accepted", k, v)
+			continue
+		}
+		name := k
+		switch k {
+		case "DURABILITY":
+			name = "durability"
+		case "INNODB_FLUSH":
+			name = "flush_log_at_trx_commit"
+		}
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=%q: error %q does not name it", k, v, err)
+		}
+	}
+}
+
+func TestPlannedGrowsWithTheSweep(t *testing.T) {
+	a, _ := LoadConfig(envOf(nil))
+	b, _ := LoadConfig(envOf(map[string]string{"ITERATIONS": "2"}))
+	if a.Planned() <= 0 || b.Planned() <= a.Planned() {
+		t.Errorf("planned %d then %d", a.Planned(), b.Planned())
+	}
+}

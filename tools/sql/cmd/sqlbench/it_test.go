@@ -1,0 +1,109 @@
+// it_test.go runs a few-second sweep on TidesDB against a throw-away
+// server and checks every output file, the charts included, and that no
+// server is left running. Needs the pinned server, the built plugin and
+// sysbench: runs only with TIDESQL_IT=1.
+package main
+
+import (
+	"encoding/csv"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestSweepOnTidesDB(t *testing.T) {
+	if os.Getenv("TIDESQL_IT") == "" {
+		t.Skip("TIDESQL_IT not set")
+	}
+	out := t.TempDir()
+	cfg, err := LoadConfig(envOf(map[string]string{"ENGINES": "TidesDB", "TABLES": "2", "TABLE_SIZES": "1000",
+		"THREAD_COUNTS": "1 2", "TIME": "2", "WARMUP": "1", "WORKLOADS": "oltp_point_select oltp_insert",
+		"OUT": out, "PORT": "3431"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _ := filepath.Abs("../../../..")
+	cfg.ServerDir = filepath.Join(root, "build", "sql", "sqlbench-it")
+	if err := run(cfg); err != nil {
+		t.Fatal(err)
+	}
+	sum, _ := filepath.Glob(filepath.Join(out, "summary_*.csv"))
+	det, _ := filepath.Glob(filepath.Join(out, "detail_*.csv"))
+	set, _ := filepath.Glob(filepath.Join(out, "settings_*.csv"))
+	if len(sum) != 1 || len(det) != 1 || len(set) != 1 {
+		t.Fatalf("outputs: %v %v %v", sum, det, set)
+	}
+	rows := readCSV(t, sum[0])
+	if len(rows) != 4 {
+		t.Fatalf("%d summary rows, want 2 workloads x 2 thread counts", len(rows))
+	}
+	for _, r := range rows {
+		tps, _ := strconv.ParseFloat(r["tps"], 64)
+		p99, _ := strconv.ParseFloat(r["p99_ms"], 64)
+		p95, _ := strconv.ParseFloat(r["p95_ms"], 64)
+		disk, _ := strconv.ParseInt(r["data_bytes"], 10, 64)
+		if r["error"] != "" || tps <= 0 || p99 < p95 || disk <= 0 {
+			t.Errorf("summary row %v", r)
+		}
+	}
+	if d := readCSV(t, det[0]); len(d) < 4 {
+		t.Errorf("%d per-second rows for 4 runs of 2 s (sysbench omits the last second)", len(d))
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "summary.md"))
+	if !strings.Contains(string(md), "| oltp_insert | 2 |") || !strings.Contains(string(md), "preset: relaxed/equal") {
+		t.Errorf("summary.md:\n%s", md)
+	}
+	for _, png := range []string{"tps_comparison.png", "p95_latency_comparison.png", "scaling_efficiency.png", "tps_over_time_2t.png"} {
+		if st, err := os.Stat(filepath.Join(out, png)); err != nil || st.Size() < 1000 {
+			t.Errorf("chart %s: %v", png, err)
+		}
+	}
+	if b, _ := exec.Command("pgrep", "-f", "sqlbench-it").Output(); len(b) > 0 {
+		t.Errorf("a server is still running: %s", b)
+	}
+}
+
+func TestMissingSysbenchIsAClearError(t *testing.T) {
+	if os.Getenv("TIDESQL_IT") == "" {
+		t.Skip("TIDESQL_IT not set")
+	}
+	cfg, _ := LoadConfig(envOf(map[string]string{"SYSBENCH": "/nonexistent/sysbench", "OUT": t.TempDir()}))
+	if err := run(cfg); err == nil || !strings.Contains(err.Error(), "sysbench not found") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func readCSV(t *testing.T, path string) []map[string]string {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	all, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(all) < 1 {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var out []map[string]string
+	for _, r := range all[1:] {
+		m := map[string]string{}
+		for i, h := range all[0] {
+			m[h] = r[i]
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestMissingPluginIsAClearError(t *testing.T) {
+	if os.Getenv("TIDESQL_IT") == "" {
+		t.Skip("TIDESQL_IT not set")
+	}
+	t.Setenv("TIDESQL_PLUGIN_DIR", t.TempDir())
+	cfg, _ := LoadConfig(envOf(map[string]string{"ENGINES": "TidesDB", "OUT": t.TempDir()}))
+	if err := run(cfg); err == nil || !strings.Contains(err.Error(), "ha_tidesdb.so not found") {
+		t.Errorf("err = %v", err)
+	}
+}

@@ -1,0 +1,289 @@
+// Command sqlbench is the sysbench sweep of the seed article, ours: for
+// every table size and engine it starts a fresh throw-away server
+// (internal/server, one preset for all engines), prepares the sysbench
+// tables once, then runs each workload at each thread count and
+// iteration: a warm-up that is discarded, then the measured run. It
+// writes summary_<stamp>.csv, detail_<stamp>.csv (per-second TPS and
+// p95), settings_<stamp>.csv (every variable that differs from the
+// server's defaults), preset.txt, summary.md with TidesDB's ratios to the
+// other engines, the raw sysbench output and the seed's four charts.
+//
+// Configured by environment variables, the seed's names (see config.go):
+//
+//	PRESET=quick sqlbench                    # 4 x 50k rows, 1 and 8 threads, 10 s
+//	PRESET=seed ENGINES="TidesDB InnoDB" sqlbench
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"tidesql/bench/internal/progress"
+	"tidesql/bench/internal/report"
+	"tidesql/bench/internal/server"
+)
+
+const schema = "sbtest"
+
+// Row is one measured run.
+type Row struct {
+	Engine, Workload   string
+	Threads, TableSize int
+	Iteration          int
+	R                  Result
+	DataBytes          int64
+	Err                string
+}
+
+func main() {
+	for _, a := range os.Args[1:] {
+		if a == "-h" || a == "--help" || a == "help" {
+			usage()
+			return
+		}
+	}
+	if len(os.Args) > 1 {
+		fmt.Fprintf(os.Stderr, "sqlbench: unexpected arguments %q: sqlbench is configured by environment variables\n", os.Args[1:])
+		usage()
+		os.Exit(2)
+	}
+	cfg, err := LoadConfig(os.Getenv)
+	if err == nil {
+		err = run(cfg)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sqlbench:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, `usage: [VAR=value ...] sqlbench
+The sysbench sweep: ENGINES x WORKLOADS x THREAD_COUNTS x TABLE_SIZES x ITERATIONS,
+a fresh server per engine and table size. Variables (defaults from PRESET):
+  PRESET=quick|seed  TABLE_SIZES TABLES THREAD_COUNTS TIME WARMUP ITERATIONS
+  ENGINES (TidesDB InnoDB RocksDB)  WORKLOADS (oltp_read_write oltp_point_select oltp_insert oltp_write_only)
+  DURABILITY=relaxed|durable  MEMORY=equal|seed  MEM_LIMIT
+  TIDESDB_SYNC_MODE (0|1|2 or NONE|INTERVAL|FULL)  INNODB_FLUSH ROCKSDB_FLUSH (0|1|2)
+  TIDESDB_COMPRESSION INNODB_COMPRESSION ROCKSDB_COMPRESSION (NONE|LZ4|ZSTD|SNAPPY)
+  TIDESDB_BLOCK_CACHE INNODB_BUFFER_POOL ROCKSDB_BLOCK_CACHE (256M, 2G, bytes)
+  CNF (my.cnf included last) OUT SERVER_DIR PORT SYSBENCH REPORT_INTERVAL NO_CHARTS STOP_ON_ERROR`)
+	_ = envKeys
+}
+
+func run(cfg Config) error {
+	env, err := server.FindEnv()
+	if err != nil {
+		return err
+	}
+	if cfg.Sysbench, err = exec.LookPath(cfg.Sysbench); err != nil {
+		return fmt.Errorf("sysbench not found (%v): run scripts/mariadb/setup.sh", err)
+	}
+	var plugins []string
+	for _, e := range cfg.Engines {
+		if e != "InnoDB" {
+			plugins = append(plugins, e)
+		}
+	}
+	if err := env.CheckEngines(plugins); err != nil {
+		return err
+	}
+	stamp := report.Stamp(time.Now())
+	if cfg.Out == "" {
+		cfg.Out = filepath.Join("results", "sqlbench-"+stamp)
+	}
+	if cfg.ServerDir == "" {
+		cfg.ServerDir = filepath.Join(env.Root, "build", "sql", "sqlbench-server")
+	}
+	raw := filepath.Join(cfg.Out, "raw")
+	if err := os.MkdirAll(raw, 0o755); err != nil {
+		return err
+	}
+	for _, l := range cfg.Lines() {
+		fmt.Println(l)
+	}
+	_ = os.WriteFile(filepath.Join(cfg.Out, "preset.txt"), []byte(strings.Join(cfg.Lines(), "\n")+"\n"), 0o644)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	finished := make(chan struct{})
+	server.HandleInterrupts(func() {
+		cancel()
+		select { // let the sweep write what it measured
+		case <-finished:
+		case <-time.After(time.Minute):
+		}
+	})
+
+	sw := &sweep{cfg: cfg, env: env, raw: raw, tr: progress.New(time.Duration(cfg.Planned()) * time.Second)}
+	runErr := sw.all(ctx)
+	interrupted := ctx.Err() != nil
+	if interrupted {
+		sw.notes = append(sw.notes, "interrupted: the results hold what was measured until then")
+	}
+	if len(sw.rows) > 0 {
+		if err := writeResults(cfg, stamp, sw); err != nil {
+			fmt.Fprintln(os.Stderr, "sqlbench: writing results:", err)
+		} else if !cfg.NoCharts {
+			abs, _ := filepath.Abs(cfg.Out)
+			if err := report.Plot(env.Root, "sqlbench.py", abs); err != nil {
+				fmt.Fprintln(os.Stderr, "sqlbench: charts:", err)
+			}
+		}
+		fmt.Printf("\nresults in %s\n", cfg.Out)
+	}
+	close(finished)
+	if interrupted {
+		select {} // the interrupt handler stops the server and exits 130
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if n := sw.failed(); n > 0 {
+		return fmt.Errorf("%d of %d runs failed (see summary.md)", n, len(sw.rows))
+	}
+	return nil
+}
+
+// sweep is the state of a run.
+type sweep struct {
+	cfg      Config
+	env      server.Env
+	raw      string
+	tr       *progress.Tracker
+	rows     []Row
+	settings []server.Setting
+	notes    []string
+	memNotes map[string]string
+	peaks    map[string]int64
+}
+
+func (sw *sweep) failed() int {
+	n := 0
+	for _, r := range sw.rows {
+		if r.Err != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func (sw *sweep) note(s string) {
+	for _, x := range sw.notes {
+		if x == s {
+			return
+		}
+	}
+	sw.notes = append(sw.notes, s)
+}
+
+// all runs every table size and engine. An engine whose server fails to
+// start, prepare or survive its runs is an error, reported at the end:
+// the other engines still run, so what was measured is kept.
+func (sw *sweep) all(ctx context.Context) error {
+	sw.memNotes, sw.peaks = map[string]string{}, map[string]int64{}
+	var errs []error
+	for _, size := range sw.cfg.TableSizes {
+		for _, e := range sw.cfg.Engines {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err := sw.engine(ctx, e, size); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				fmt.Fprintln(os.Stderr, "sqlbench:", err)
+				sw.note(fmt.Sprintf("%s at %d rows per table: %s", e, size, firstLine(err.Error())))
+				errs = append(errs, err)
+				if sw.cfg.StopOnError {
+					break
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (sw *sweep) engine(ctx context.Context, engine string, size int) error {
+	cfg := sw.cfg
+	sw.tr.Step(fmt.Sprintf("%s, %d x %d rows: starting the server", engine, cfg.Tables, size))
+	s, err := server.StartRun(ctx, sw.env, server.Options{Dir: cfg.ServerDir, Port: cfg.Port, Preset: cfg.Preset,
+		CnfFile: cfg.Cnf}, engine, schema)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if p := s.PeakMemory(); p > sw.peaks[engine] {
+			sw.peaks[engine] = p
+		}
+		if err := s.Stop(); err != nil {
+			sw.note("stopping the " + engine + " server: " + err.Error())
+		}
+	}()
+	sw.memNotes[engine] = s.MemoryNote
+	sw.settings = append(sw.settings, s.Settings...)
+	for _, n := range s.Notes {
+		sw.note(n)
+	}
+	b := Bench{Path: cfg.Sysbench, Socket: s.Socket, DB: schema, Engine: engine, Tables: cfg.Tables, Size: size}
+	sw.tr.Step(fmt.Sprintf("%s: preparing %d tables of %d rows", engine, cfg.Tables, size))
+	t0 := time.Now()
+	if out, err := b.Prepare(ctx); err != nil {
+		_ = os.WriteFile(filepath.Join(sw.raw, fmt.Sprintf("%s_prepare_%d.log", engine, size)), []byte(out), 0o644)
+		return fmt.Errorf("%s: preparing the tables: %w", engine, s.Why(err))
+	}
+	sw.tr.Done(time.Duration(10+cfg.Tables*size/40000) * time.Second)
+	sw.tr.Printf("prepared in %s, %s on disk", progress.Round(time.Since(t0)),
+		server.FormatBytes(s.EngineDataBytes(engine, schema)))
+
+	per := time.Duration(cfg.Time+cfg.Warmup+1) * time.Second
+	for _, w := range cfg.Workloads {
+		for _, th := range cfg.Threads {
+			for it := 1; it <= cfg.Iterations; it++ {
+				if ctx.Err() != nil {
+					return nil
+				}
+				row := Row{Engine: engine, Workload: w, Threads: th, TableSize: size, Iteration: it}
+				sw.tr.Step(fmt.Sprintf("%s %s %d thread(s), iteration %d", engine, w, th, it))
+				name := fmt.Sprintf("%s_%s_%dt_%d_%d", engine, w, th, size, it)
+				var err error
+				if cfg.Warmup > 0 {
+					_, err = b.Run(ctx, w, th, cfg.Warmup, cfg.Interval, filepath.Join(sw.raw, name+"_warmup.log"))
+				}
+				if err == nil {
+					row.R, err = b.Run(ctx, w, th, cfg.Time, cfg.Interval, filepath.Join(sw.raw, name+".log"))
+				}
+				row.DataBytes = s.EngineDataBytes(engine, schema)
+				sw.tr.Done(per)
+				if ctx.Err() != nil {
+					return nil
+				}
+				if err != nil {
+					row.Err = s.Why(err).Error()
+					fmt.Fprintf(os.Stderr, "sqlbench: %s %s %d threads: %s\n", engine, w, th, row.Err)
+					sw.rows = append(sw.rows, row)
+					if !s.Alive() || cfg.StopOnError {
+						return fmt.Errorf("%s %s at %d threads failed: %s", engine, w, th, firstLine(row.Err))
+					}
+					continue
+				}
+				sw.rows = append(sw.rows, row)
+				sw.tr.Printf("%.0f tps, p95 %.2f ms, p99 %.2f ms, %d errors", row.R.TPS, row.R.P95, row.R.P99, row.R.Errors)
+			}
+		}
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,103 @@
+// it_test.go runs TPC-C on TidesDB for a few seconds against a throw-away
+// server (1 warehouse) and checks the CSVs, the summary, the charts and
+// that the consistency check ran. Needs the pinned server, the built
+// plugin and go-tpc: runs only with TIDESQL_IT=1.
+package main
+
+import (
+	"encoding/csv"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestRunOnTidesDB(t *testing.T) {
+	if os.Getenv("TIDESQL_IT") == "" {
+		t.Skip("TIDESQL_IT not set")
+	}
+	out := t.TempDir()
+	root, _ := filepath.Abs("../../../..")
+	o, err := parseFlags([]string{"--engines", "tidesdb", "--warehouses", "1", "--build-vu", "1", "--run-vu", "2",
+		"--rampup", "0.05", "--duration", "0.25", "--interval", "5s", "--settle", "1", "--out", out, "--port", "3441",
+		"--server-dir", filepath.Join(root, "build", "sql", "tpcc-it")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run(o); err != nil {
+		t.Fatal(err)
+	}
+	runs := readCSV(t, filepath.Join(out, "runs.csv"))
+	if len(runs) != 1 {
+		t.Fatalf("runs %v", runs)
+	}
+	r := runs[0]
+	nopm, _ := strconv.ParseFloat(r["nopm"], 64)
+	tpm, _ := strconv.ParseFloat(r["tpm"], 64)
+	if r["check"] != "passed" || r["error"] != "" || nopm <= 0 || tpm < 2*nopm {
+		t.Errorf("run %v", r)
+	}
+	txns := readCSV(t, filepath.Join(out, "transactions.csv"))
+	seen := map[string]bool{}
+	for _, x := range txns {
+		seen[x["txn"]] = true
+	}
+	for _, n := range Txns {
+		if !seen[n] {
+			t.Errorf("no %s row in transactions.csv", n)
+		}
+	}
+	if tl := readCSV(t, filepath.Join(out, "timeline.csv")); len(tl) < 2 {
+		t.Errorf("timeline %v: want at least two 5 s points in 15 s", tl)
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "summary.md"))
+	if !strings.Contains(string(md), "| NOPM (New-Order per minute) |") {
+		t.Errorf("summary.md:\n%s", md)
+	}
+	for _, png := range []string{"tpcc_build_time.png", "tpcc_latency.png", "tpcc_nopm.png", "tpcc_tpm.png", "tpcc_tpm_timeline.png"} {
+		if st, err := os.Stat(filepath.Join(out, png)); err != nil || st.Size() < 1000 {
+			t.Errorf("chart %s: %v", png, err)
+		}
+	}
+	if b, _ := exec.Command("pgrep", "-f", "tpcc-it").Output(); len(b) > 0 {
+		t.Errorf("a server is still running: %s", b)
+	}
+}
+
+func TestMissingGoTPCAndPluginAreClearErrors(t *testing.T) {
+	if os.Getenv("TIDESQL_IT") == "" {
+		t.Skip("TIDESQL_IT not set")
+	}
+	o, _ := parseFlags([]string{"--gotpc", "/nonexistent/go-tpc", "--out", t.TempDir()})
+	if err := run(o); err == nil || !strings.Contains(err.Error(), "go-tpc not found") {
+		t.Errorf("missing go-tpc: %v", err)
+	}
+	t.Setenv("TIDESQL_PLUGIN_DIR", t.TempDir())
+	o, _ = parseFlags([]string{"--engines", "tidesdb", "--out", t.TempDir()})
+	if err := run(o); err == nil || !strings.Contains(err.Error(), "ha_tidesdb.so not found") {
+		t.Errorf("missing plugin: %v", err)
+	}
+}
+
+func readCSV(t *testing.T, path string) []map[string]string {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	all, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(all) < 1 {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var out []map[string]string
+	for _, r := range all[1:] {
+		m := map[string]string{}
+		for i, h := range all[0] {
+			m[h] = r[i]
+		}
+		out = append(out, m)
+	}
+	return out
+}

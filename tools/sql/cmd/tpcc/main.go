@@ -1,0 +1,480 @@
+// Command tpcc is the TPC-C runner of the SQL suite, on go-tpc: for each
+// engine it starts a fresh throw-away server (internal/server, one preset
+// for all engines), builds the schema with --build-vu users (timed),
+// lets background work settle, then per iteration runs a ramp-up whose
+// figures are discarded, the measured run with --run-vu users, and
+// go-tpc's consistency check (a failed check fails the run). It reports
+// NOPM (New-Order per minute), TPM (all transactions per minute),
+// avg/p95/p99 of each transaction, error counts and TPM over time, as
+// CSV, Markdown (metric, TidesDB, InnoDB, MyRocks, advantage) and charts.
+//
+//	tpcc --preset quick                       # 2 warehouses, 1 minute per engine
+//	tpcc --preset seed --engines tidesdb,innodb
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"tidesql/bench/internal/progress"
+	"tidesql/bench/internal/report"
+	"tidesql/bench/internal/server"
+)
+
+const dbName = "tpcc"
+
+// options are the command line.
+type options struct {
+	engines    []string
+	warehouses int
+	buildVU    int
+	runVU      int
+	rampup     float64 // minutes
+	duration   float64 // minutes
+	settle     int     // seconds
+	iterations int
+	interval   time.Duration
+	isolation  string
+	maxErrPct  float64
+	preset     server.Preset
+	cnf        string
+	out        string
+	serverDir  string
+	port       int
+	gotpc      string
+	noCharts   bool
+	sizeName   string
+}
+
+// sizes are the quick default and the seed article's run (000: 100
+// warehouses, 8 build and run users, 5 min ramp-up, 15 min, 90 s settle).
+var sizes = map[string]map[string]string{
+	"quick": {"warehouses": "2", "build-vu": "2", "run-vu": "4", "rampup": "0.25", "duration": "1", "settle": "5"},
+	"seed": {"warehouses": "100", "build-vu": "8", "run-vu": "8", "rampup": "5", "duration": "15", "settle": "90",
+		"cache": "2G"},
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("tpcc", flag.ContinueOnError)
+	engines := fs.String("engines", "tidesdb,innodb,rocksdb", "engines, in run order")
+	size := fs.String("preset", "quick", "size preset quick|seed (flags given override it)")
+	fs.IntVar(&o.warehouses, "warehouses", 0, "warehouses")
+	fs.IntVar(&o.buildVU, "build-vu", 0, "users (threads) building the schema")
+	fs.IntVar(&o.runVU, "run-vu", 0, "users (threads) running the mix")
+	fs.Float64Var(&o.rampup, "rampup", -1, "ramp-up minutes before each measured run (discarded)")
+	fs.Float64Var(&o.duration, "duration", 0, "measured minutes per run")
+	fs.IntVar(&o.settle, "settle", -1, "seconds between the schema build and the first run")
+	fs.IntVar(&o.iterations, "iterations", 1, "measured runs per engine (each checked)")
+	fs.DurationVar(&o.interval, "interval", 10*time.Second, "timeline bucket")
+	fs.StringVar(&o.isolation, "isolation", "", "READ-COMMITTED or REPEATABLE-READ (default: the preset's, READ-COMMITTED)")
+	fs.Float64Var(&o.maxErrPct, "max-err-pct", 5, "a run whose failed transactions exceed this percentage fails")
+	durability := fs.String("durability", server.Relaxed, "durability preset relaxed|durable")
+	memory := fs.String("memory", server.Equal, "memory preset equal|seed")
+	cache := fs.String("cache", "", "cache size of every engine (default: the size preset's)")
+	memLimit := fs.String("mem-limit", "", "memory limit of each server with --memory equal")
+	fs.StringVar(&o.cnf, "cnf", "", "a my.cnf included after the preset")
+	fs.StringVar(&o.out, "out", "", "output directory (default results/tpcc-<stamp>)")
+	fs.StringVar(&o.serverDir, "server-dir", "", "server directory (default build/sql/tpcc-server)")
+	fs.IntVar(&o.port, "port", 3440, "TCP port of the server")
+	fs.StringVar(&o.gotpc, "gotpc", "", "go-tpc binary (default build/go-tpc/go-tpc)")
+	fs.BoolVar(&o.noCharts, "no-charts", false, "skip the charts")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	defs, ok := sizes[*size]
+	if !ok {
+		return o, fmt.Errorf("--preset %q: want quick or seed", *size)
+	}
+	o.sizeName = *size
+	var err error
+	if o.engines, err = server.ParseEngines(*engines); err != nil {
+		return o, fmt.Errorf("--engines: %w", err)
+	}
+	setInt := func(dst *int, name string, unset int) {
+		if *dst == unset && err == nil {
+			_, err = fmt.Sscan(defs[name], dst)
+		}
+	}
+	setInt(&o.warehouses, "warehouses", 0)
+	setInt(&o.buildVU, "build-vu", 0)
+	setInt(&o.runVU, "run-vu", 0)
+	setInt(&o.settle, "settle", -1)
+	if o.rampup < 0 && err == nil {
+		_, err = fmt.Sscan(defs["rampup"], &o.rampup)
+	}
+	if o.duration == 0 && err == nil {
+		_, err = fmt.Sscan(defs["duration"], &o.duration)
+	}
+	if err != nil {
+		return o, err
+	}
+	switch {
+	case o.warehouses < 1:
+		return o, fmt.Errorf("--warehouses %d: want at least 1", o.warehouses)
+	case o.buildVU < 1 || o.runVU < 1:
+		return o, fmt.Errorf("--build-vu and --run-vu want at least 1 user")
+	case o.duration <= 0 || o.duration*60 < o.interval.Seconds():
+		return o, fmt.Errorf("--duration %.2f minutes: want at least one --interval (%s)", o.duration, o.interval)
+	case o.rampup < 0 || o.settle < 0:
+		return o, fmt.Errorf("--rampup and --settle must not be negative")
+	case o.iterations < 1:
+		return o, fmt.Errorf("--iterations %d: want at least 1", o.iterations)
+	case o.interval < time.Second:
+		return o, fmt.Errorf("--interval %s: want at least 1s", o.interval)
+	case o.maxErrPct < 0 || o.maxErrPct > 100:
+		return o, fmt.Errorf("--max-err-pct %.1f: want 0..100", o.maxErrPct)
+	}
+
+	p := server.DefaultPreset()
+	p.Durability, p.Memory = *durability, *memory
+	c := *cache
+	if c == "" {
+		c = defs["cache"]
+	}
+	if c != "" {
+		b, err := server.ParseBytes(c)
+		if err != nil {
+			return o, fmt.Errorf("--cache: %w", err)
+		}
+		p.TidesDBCache, p.InnoDBCache, p.RocksDBCache = b, b, b
+		if need := 2*b + 2*p.WriteBuffer + 256<<20; need > p.MemLimit {
+			p.MemLimit = need
+		}
+	}
+	if *memLimit != "" {
+		if p.MemLimit, err = server.ParseBytes(*memLimit); err != nil {
+			return o, fmt.Errorf("--mem-limit: %w", err)
+		}
+	}
+	if p.Memory == server.Seed {
+		p.MemLimit = 0
+	}
+	switch strings.ToUpper(o.isolation) {
+	case "", "RC", "READ-COMMITTED":
+		p.Isolation = "READ-COMMITTED"
+	case "RR", "REPEATABLE-READ":
+		p.Isolation = "REPEATABLE-READ"
+	default:
+		return o, fmt.Errorf("--isolation %q: want READ-COMMITTED or REPEATABLE-READ", o.isolation)
+	}
+	o.preset = p
+	return o, p.Validate()
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if err == nil {
+		err = run(o)
+	}
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "tpcc:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// Lines describe the run, printed with the results.
+func (o options) Lines() []string {
+	return append([]string{
+		fmt.Sprintf("size preset: %s; %d warehouses; schema built by %d users; %d users run %.2f min after a %.2f min ramp-up (discarded); %d s settle; %d iteration(s); go-tpc isolation %s",
+			o.sizeName, o.warehouses, o.buildVU, o.runVU, o.duration, o.rampup, o.settle, o.iterations, o.preset.Isolation),
+		"engines: " + strings.Join(o.engines, ", "),
+	}, o.preset.Summary()...)
+}
+
+func (o options) planned() time.Duration {
+	per := float64(o.warehouses*20+o.settle) + float64(o.iterations)*(o.rampup+o.duration)*60 + float64(o.iterations*10)
+	return time.Duration(per*float64(len(o.engines))) * time.Second
+}
+
+func run(o options) error {
+	env, err := server.FindEnv()
+	if err != nil {
+		return err
+	}
+	if o.gotpc == "" {
+		o.gotpc = filepath.Join(env.Root, "build", "go-tpc", "go-tpc")
+	}
+	if _, err := os.Stat(o.gotpc); err != nil {
+		return fmt.Errorf("go-tpc not found at %s: build it with scripts/mariadb/common.sh's ensure_gotpc (scripts/bench.sh does)", o.gotpc)
+	}
+	var plugins []string
+	for _, e := range o.engines {
+		if e != "InnoDB" {
+			plugins = append(plugins, e)
+		}
+	}
+	if err := env.CheckEngines(plugins); err != nil {
+		return err
+	}
+	stamp := report.Stamp(time.Now())
+	if o.out == "" {
+		o.out = filepath.Join("results", "tpcc-"+stamp)
+	}
+	if o.serverDir == "" {
+		o.serverDir = filepath.Join(env.Root, "build", "sql", "tpcc-server")
+	}
+	logs := filepath.Join(o.out, "logs")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return err
+	}
+	for _, l := range o.Lines() {
+		fmt.Println(l)
+	}
+	_ = os.WriteFile(filepath.Join(o.out, "preset.txt"), []byte(strings.Join(o.Lines(), "\n")+"\n"), 0o644)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	finished := make(chan struct{})
+	server.HandleInterrupts(func() {
+		cancel()
+		select {
+		case <-finished:
+		case <-time.After(time.Minute):
+		}
+	})
+	rn := &runner{o: o, env: env, logs: logs, tr: progress.New(o.planned()), peaks: map[string]int64{},
+		memNotes: map[string]string{}}
+	var errs []error
+	for _, e := range o.engines {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := rn.engine(ctx, e); err != nil && ctx.Err() == nil {
+			fmt.Fprintln(os.Stderr, "tpcc:", err)
+			rn.note(e + ": " + firstLine(err.Error()))
+			errs = append(errs, err)
+		}
+	}
+	interrupted := ctx.Err() != nil
+	if interrupted {
+		rn.note("interrupted: the results hold what was measured until then")
+	}
+	if len(rn.results) > 0 {
+		if err := writeResults(o, stamp, rn); err != nil {
+			fmt.Fprintln(os.Stderr, "tpcc: writing results:", err)
+		} else if !o.noCharts {
+			abs, _ := filepath.Abs(o.out)
+			if err := report.Plot(env.Root, "tpcc.py", abs); err != nil {
+				fmt.Fprintln(os.Stderr, "tpcc: charts:", err)
+			}
+		}
+		fmt.Printf("\nresults in %s\n", o.out)
+	}
+	close(finished)
+	if interrupted {
+		select {} // the interrupt handler stops the server and exits 130
+	}
+	for _, r := range rn.results {
+		if r.Err != "" {
+			errs = append(errs, fmt.Errorf("%s iteration %d: %s", r.Engine, r.Iteration, firstLine(r.Err)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Result is one measured run of one engine.
+type Result struct {
+	Engine     string
+	Iteration  int
+	BuildSecs  float64
+	Out        RunOutput
+	Conditions int // consistency conditions checked
+	DataBytes  int64
+	Err        string
+}
+
+type runner struct {
+	o        options
+	env      server.Env
+	logs     string
+	tr       *progress.Tracker
+	results  []Result
+	settings []server.Setting
+	notes    []string
+	memNotes map[string]string
+	peaks    map[string]int64
+}
+
+func (rn *runner) note(s string) {
+	for _, x := range rn.notes {
+		if x == s {
+			return
+		}
+	}
+	rn.notes = append(rn.notes, s)
+}
+
+func (rn *runner) engine(ctx context.Context, engine string) error {
+	o := rn.o
+	rn.tr.Step(engine + ": starting the server")
+	s, err := server.StartRun(ctx, rn.env, server.Options{Dir: o.serverDir, Port: o.port, Preset: o.preset, CnfFile: o.cnf},
+		engine, dbName)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if p := s.PeakMemory(); p > rn.peaks[engine] {
+			rn.peaks[engine] = p
+		}
+		if err := s.Stop(); err != nil {
+			rn.note("stopping the " + engine + " server: " + err.Error())
+		}
+	}()
+	rn.memNotes[engine] = s.MemoryNote
+	rn.settings = append(rn.settings, s.Settings...)
+	for _, n := range s.Notes {
+		rn.note(n)
+	}
+	g := GoTPC{Path: o.gotpc, Port: o.port, DB: dbName, Warehouses: o.warehouses, Engine: engine, Isolation: 2}
+	if o.preset.Isolation == "REPEATABLE-READ" {
+		g.Isolation = 4
+	}
+
+	rn.tr.Step(fmt.Sprintf("%s: building %d warehouses with %d users", engine, o.warehouses, o.buildVU))
+	t0 := time.Now()
+	if err := g.Prepare(ctx, o.buildVU, filepath.Join(rn.logs, engine+"_prepare.log")); err != nil {
+		return fmt.Errorf("%s: building the schema: %w", engine, s.Why(err))
+	}
+	build := time.Since(t0).Seconds()
+	rn.tr.Done(time.Duration(o.warehouses*20) * time.Second)
+	if err := tablesUse(ctx, s.Server, engine); err != nil {
+		return err
+	}
+	rn.tr.Printf("built in %.0f s, %s on disk; settling %d s", build, server.FormatBytes(s.EngineDataBytes(engine, dbName)), o.settle)
+	if !sleep(ctx, time.Duration(o.settle)*time.Second) {
+		return nil
+	}
+	rn.tr.Done(time.Duration(o.settle) * time.Second)
+
+	dur := time.Duration(o.duration * float64(time.Minute))
+	ramp := time.Duration(o.rampup * float64(time.Minute))
+	for it := 1; it <= o.iterations; it++ {
+		res := Result{Engine: engine, Iteration: it, BuildSecs: build}
+		name := fmt.Sprintf("%s_%d", engine, it)
+		var err error
+		if ramp > 0 {
+			rn.tr.Step(fmt.Sprintf("%s iteration %d: ramp-up %s (discarded)", engine, it, ramp))
+			_, err = g.Run(ctx, o.runVU, ramp, o.interval, filepath.Join(rn.logs, name+"_rampup.log"))
+		}
+		if err == nil {
+			rn.tr.Step(fmt.Sprintf("%s iteration %d: %d users for %s", engine, it, o.runVU, dur))
+			res.Out, err = g.Run(ctx, o.runVU, dur, o.interval, filepath.Join(rn.logs, name+"_run.log"))
+		}
+		rn.tr.Done(ramp + dur)
+		if err == nil {
+			err = errorShare(res.Out, o.maxErrPct)
+		}
+		if err == nil {
+			rn.tr.Printf("NOPM %.0f, TPM %.0f, %d errors; checking consistency", res.Out.TPMC, res.Out.TPMTotal, res.Out.Errors())
+			err = historyIndex(ctx, s.Server)
+			if err == nil {
+				res.Conditions, err = g.Check(ctx, o.runVU, filepath.Join(rn.logs, name+"_check.log"))
+			}
+		}
+		res.DataBytes = s.EngineDataBytes(engine, dbName)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			res.Err = s.Why(err).Error()
+			fmt.Fprintf(os.Stderr, "tpcc: %s iteration %d: %s\n", engine, it, res.Err)
+		} else {
+			rn.tr.Printf("check passed (%d conditions)", res.Conditions)
+		}
+		rn.results = append(rn.results, res)
+		if !s.Alive() {
+			return fmt.Errorf("%s: the server died", engine)
+		}
+	}
+	return nil
+}
+
+// errorShare fails a run whose failed transactions exceed maxPct percent.
+func errorShare(r RunOutput, maxPct float64) error {
+	total := r.Count() + r.Errors()
+	if total > 0 && float64(r.Errors())*100 > maxPct*float64(total) {
+		return fmt.Errorf("%d of %d transactions failed (more than %.1f%%)", r.Errors(), total, maxPct)
+	}
+	return nil
+}
+
+// tablesUse checks that go-tpc's tables were made by the engine under test
+// (a silently substituted engine would measure the wrong thing).
+func tablesUse(ctx context.Context, s *server.Server, engine string) error {
+	db, err := s.Open(dbName)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, "SELECT TABLE_NAME, ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", dbName)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var t, e string
+		if err := rows.Scan(&t, &e); err != nil {
+			return err
+		}
+		if !strings.EqualFold(e, engine) {
+			return fmt.Errorf("table %s.%s uses engine %s, not %s", dbName, t, e, engine)
+		}
+		n++
+	}
+	if n < 9 {
+		return fmt.Errorf("%d TPC-C tables in %s after the build, want 9", n, dbName)
+	}
+	return rows.Err()
+}
+
+// historyIndex indexes history on the customer columns once: check
+// condition 3.3.2.10 sums history per customer, and go-tpc's history has
+// no such index (a quadratic scan for every engine). The data is unchanged.
+func historyIndex(ctx context.Context, s *server.Server) error {
+	db, err := s.Open(dbName)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? "+
+		"AND TABLE_NAME = 'history' AND INDEX_NAME = 'idx_h_check'", dbName).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := db.ExecContext(ctx, "ALTER TABLE history ADD INDEX idx_h_check (h_c_w_id, h_c_d_id, h_c_id)"); err != nil {
+		return fmt.Errorf("indexing history for the consistency check: %w", err)
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestQuickAndSeedPresets(t *testing.T) {
+	o, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.warehouses != 2 || o.buildVU != 2 || o.runVU != 4 || o.duration != 1 || o.rampup != 0.25 || o.settle != 5 ||
+		len(o.engines) != 3 || o.preset.Isolation != "READ-COMMITTED" {
+		t.Errorf("quick %+v", o)
+	}
+	// The seed's command line (000), with our engine names.
+	s, err := parseFlags(strings.Fields("--preset seed --engines tidesdb,innodb --iterations 1 --warehouses 100 " +
+		"--build-vu 8 --run-vu 8 --rampup 5 --duration 15 --settle 90"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.warehouses != 100 || s.runVU != 8 || s.duration != 15 || s.settle != 90 || len(s.engines) != 2 ||
+		s.preset.InnoDBCache != 2<<30 || s.preset.MemLimit < 4<<30 {
+		t.Errorf("seed %+v", s)
+	}
+	if z, _ := parseFlags([]string{"--rampup", "0", "--settle", "0"}); z.rampup != 0 || z.settle != 0 {
+		t.Errorf("explicit zero ramp-up and settle overridden: %+v", z)
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{{"--engines", "myisam"}, {"--warehouses", "-1"}, {"--run-vu", "-2"},
+		{"--duration", "0.01"}, {"--preset", "big"}, {"--isolation", "SNAPSHOT"}, {"--durability", "never"},
+		{"--cache", "lots"}, {"--iterations", "0"}, {"stray"}, {"--max-err-pct", "101"}} {
+		if _, err := parseFlags(args); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+}
+
+func TestSummaryAdvantageDirections(t *testing.T) {
+	o, _ := parseFlags([]string{"--engines", "tidesdb,innodb,rocksdb"})
+	mk := func(e string, build, nopm, p99 float64) Result {
+		return Result{Engine: e, Iteration: 1, BuildSecs: build,
+			Out: RunOutput{TPMC: nopm, TPMTotal: 2 * nopm, Txn: map[string]TxnStats{"NEW_ORDER": {Count: 1, P99: p99}}}}
+	}
+	rs := []Result{mk("TidesDB", 100, 6000, 10), mk("InnoDB", 50, 1000, 300), {Engine: "RocksDB", Iteration: 1, Err: "check FAILED\nx"}}
+	md := Markdown(o, "s", rs, nil)
+	for _, w := range []string{"| Schema build time (s) | 100 | 50 | failed | 0.50x | - |",
+		"| NOPM (New-Order per minute) | 6000 | 1000 | failed | 6.00x | - |",
+		"| New-Order p99 (ms) | 10.00 | 300.00 | failed | 30.00x | - |",
+		"- MyRocks iteration 1: check FAILED"} {
+		if !strings.Contains(md, w) {
+			t.Errorf("summary lacks %q:\n%s", w, md)
+		}
+	}
+	if !math.IsNaN(mean(rs, "RocksDB", func(r Result) float64 { return r.BuildSecs })) {
+		t.Error("a failed run counted in the mean")
+	}
+}
