@@ -248,6 +248,55 @@ TEST_F(DbTest, IteratorIsPointInTime) {
     EXPECT_EQ(Scan().size(), 51u);
 }
 
+// Hot keys with many versions: a forward scan steps over a few versions of
+// a key, then seeks past the rest (older ones) or to the newest it may see
+// (versions newer than its snapshot). Every visible value must still be the
+// right one, in the memtable and in tables, deleted keys stay hidden.
+TEST_F(DbTest, ScanOverManyVersionsSeesTheRightVersion) {
+    const int keys = 20, versions = 60;
+    tdb_snapshot_t *snap = nullptr;
+    for (int v = 0; v < versions; v++) {
+        for (int k = 0; k < keys; k++) ASSERT_EQ(Put(Key(k), "v" + std::to_string(v) + "k" + std::to_string(k)), TDB_OK);
+        if (v == 24) snap = tdb_snapshot_create(db_); // sees version 24 of every key
+    }
+    for (int k = 0; k < keys; k += 5) ASSERT_EQ(Del(Key(k)), TDB_OK); // deleted after the snapshot
+    for (int round = 0; round < 2; round++) {
+        auto latest = Scan();
+        ASSERT_EQ(latest.size(), (size_t)(keys - keys / 5)) << "round " << round;
+        size_t at = 0;
+        for (int k = 0; k < keys && at < latest.size(); k++) {
+            if (k % 5 == 0) continue; // deleted
+            EXPECT_EQ(latest[at].first, Key(k));
+            EXPECT_EQ(latest[at].second, "v" + std::to_string(versions - 1) + "k" + std::to_string(k));
+            at++;
+        }
+        auto old = Scan(nullptr, snap);
+        ASSERT_EQ(old.size(), (size_t)keys) << "round " << round;
+        for (int k = 0; k < keys; k++) {
+            EXPECT_EQ(old[k].first, Key(k));
+            EXPECT_EQ(old[k].second, "v24k" + std::to_string(k)) << "snapshot read of " << Key(k);
+        }
+        // Seeking into the middle of a hot key's versions lands on the key.
+        tdb_iter_t *it;
+        ASSERT_EQ(tdb_iter_create(db_, cf_, snap, &it), TDB_OK);
+        std::string k7 = Key(7);
+        tdb_iter_seek(it, k7.data(), k7.size());
+        ASSERT_TRUE(tdb_iter_valid(it));
+        size_t vl;
+        const char *v = (const char *)tdb_iter_value(it, &vl);
+        EXPECT_EQ(std::string(v, vl), "v24k7");
+        tdb_iter_next(it);
+        ASSERT_TRUE(tdb_iter_valid(it));
+        size_t kl;
+        const char *k = (const char *)tdb_iter_key(it, &kl);
+        EXPECT_EQ(std::string(k, kl), Key(8));
+        tdb_iter_destroy(it);
+        ASSERT_EQ(tdb_flush(db_, cf_), TDB_OK); // round 2: the same from a table
+        ASSERT_EQ(tdb_wait_idle(db_), TDB_OK);
+    }
+    tdb_snapshot_release(db_, snap);
+}
+
 // Random operations with flushes and compactions, checked against std::map
 // with forward, backward, seek and seek_for_prev.
 TEST_F(DbTest, RandomOpsMatchReferenceModel) {

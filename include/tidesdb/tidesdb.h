@@ -284,6 +284,16 @@ uint64_t tdb_snapshot_sequence(const tdb_snapshot_t *snap);
 int tdb_get(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap,
             const void *key, size_t klen, void **val, size_t *vlen);
 
+/* Approximate number of entries with key in [lo, hi) for query planning:
+ * lo_len 0 = from the first key, hi NULL = to the last. Every stored
+ * version and tombstone counts, so it can exceed the live keys. No scan:
+ * the memtables' upper skip-list levels and the tables' in-memory block
+ * indexes (files inside the range count whole; a range within two blocks
+ * of a table is counted in them). Exact below 16 memtable entries;
+ * otherwise typically within 2x. An empty or inverted range is 0. */
+int tdb_approximate_count(tdb_t *db, tdb_cf_t *cf, const void *lo, size_t lo_len,
+                          const void *hi, size_t hi_len, uint64_t *count);
+
 /* Iterators read a consistent point-in-time view of one column family
  * (snap NULL = the moment of creation). */
 int  tdb_iter_create(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap,

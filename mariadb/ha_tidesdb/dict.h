@@ -68,9 +68,6 @@ struct TableDef {
   std::atomic<int64_t> rows{0};
   std::vector<std::vector<ulong>> rec_per_key; /* per key, per part */
   bool card_from_analyze = false;
-  /* Range-estimate cache: first and last key of each index. */
-  std::vector<std::string> first_key, last_key;
-  ulonglong bounds_time = 0;
   std::atomic<ulonglong> counters_saved{0}; /* when last persisted (us) */
   /* Size estimate cache (bytes of the data family and of all others). */
   ulonglong size_time = 0;

@@ -139,7 +139,6 @@ class ha_tidesdb : public handler {
   int fetch(uchar *buf, int dir, bool check_prefix);
   int point_read(uchar *buf, uint idx, const std::string &key);
   bool want_full_row();
-  void index_bounds(uint idx, std::string *first, std::string *last);
 
   /* ha_tidesdb_write.cc */
   int encode_pk(const uchar *rec, std::string *out);

@@ -36,6 +36,7 @@ struct tdb_iter {
     bool valid;
     int status;
     buf_t saved_key, saved_value, seek_key;
+    buf_t run_key; /* find_next_user_entry: key of the too-new versions stepped over */
     slice_t cur_value; /* forward: user value of the current entry */
     db_iter_observer_fn observe;
     void *observe_ctx;
@@ -71,27 +72,85 @@ static int classify(tdb_iter_t *it, slice_t ik, slice_t raw, slice_t *user_value
     return db_value_live(t, raw, it->now, user_value) ? 1 : 0;
 }
 
+/* Entries of one user key stepped over one by one before the iterator
+ * seeks past the rest: a hot key's versions pile up in the memtable (every
+ * update adds one), and a scan must not walk them all on each pass. */
+#define SKIP_BEFORE_RESEEK 8
+
+/* Seek `in` to (user, seq, type): with (seq 0, type 0) past every entry of
+ * user; with (it->seq, KT_SEEK) to its newest version visible to us. */
+static int reseek(tdb_iter_t *it, slice_t user, uint64_t seq, unsigned type) {
+    buf_clear(&it->seek_key);
+    if (ikey_append(&it->seek_key, user, seq, type) != TDB_OK) return TDB_ERR_NOMEM;
+    iter_seek(it->in, buf_slice(&it->seek_key));
+    return TDB_OK;
+}
+
 /* Forward: from the current internal position, find the next visible user
- * entry, skipping versions of saved_key when `skipping`. */
+ * entry, skipping versions of saved_key when `skipping`. After
+ * SKIP_BEFORE_RESEEK entries of one key (older versions of saved_key, or
+ * versions newer than the iterator's sequence) it seeks instead. */
 static void find_next_user_entry(tdb_iter_t *it, bool skipping) {
-    for (; iter_valid(it->in); iter_next(it->in)) {
+    unsigned run = 0;   /* older versions of saved_key stepped over in a row */
+    unsigned newer = 0; /* too-new versions of run_key stepped over in a row */
+    while (iter_valid(it->in)) {
         slice_t ik = iter_key(it->in);
         if (!ikey_valid(ik)) {
             it->status = tdb_err(TDB_ERR_CORRUPTION, "malformed internal key");
             break;
         }
         slice_t uk = ikey_user(ik);
-        if (skipping && slice_compare(uk, buf_slice(&it->saved_key)) <= 0) continue;
+        if (skipping && slice_compare(uk, buf_slice(&it->saved_key)) <= 0) {
+            if (++run < SKIP_BEFORE_RESEEK) {
+                iter_next(it->in);
+            } else {
+                run = 0;
+                if (reseek(it, buf_slice(&it->saved_key), 0, 0) != TDB_OK) {
+                    it->status = TDB_ERR_NOMEM;
+                    break;
+                }
+            }
+            continue;
+        }
+        run = 0;
+        uint64_t seq = ikey_seq(ik);
+        if (seq > it->seq && seq != OVERLAY_SEQ && ikey_type(ik) != KT_RANGE_DELETE) {
+            /* Newer than the iterator: step over, or, the SKIP_BEFORE_RESEEK-th
+             * newer version of one key in a row, seek to the newest version
+             * we may see. */
+            if (newer && slice_equal(uk, buf_slice(&it->run_key))) {
+                newer++;
+            } else {
+                newer = 1;
+                buf_clear(&it->run_key);
+                if (buf_append(&it->run_key, uk.data, uk.size) != TDB_OK) newer = 0;
+            }
+            if (newer < SKIP_BEFORE_RESEEK) {
+                iter_next(it->in);
+            } else {
+                newer = 0;
+                if (reseek(it, buf_slice(&it->run_key), it->seq, KT_SEEK) != TDB_OK) {
+                    it->status = TDB_ERR_NOMEM;
+                    break;
+                }
+            }
+            continue;
+        }
+        newer = 0;
         slice_t v, raw = iter_value(it->in);
         /* A value that could not be read (separated value, block) comes back
          * empty with the error in the status: stop, never return it. */
         if (raw.size == 0 && iter_status(it->in) != TDB_OK) break;
         int k = classify(it, ik, raw, &v);
-        if (k < 0) continue;
+        if (k < 0) {
+            iter_next(it->in);
+            continue;
+        }
         if (k == 0) {
             buf_clear(&it->saved_key);
             buf_append(&it->saved_key, uk.data, uk.size);
             skipping = true;
+            iter_next(it->in);
             continue;
         }
         it->cur_value = v;
@@ -247,6 +306,7 @@ void tdb_iter_destroy(tdb_iter_t *it) {
     buf_free(&it->saved_key);
     buf_free(&it->saved_value);
     buf_free(&it->seek_key);
+    buf_free(&it->run_key);
     free(it);
 }
 

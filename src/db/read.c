@@ -131,6 +131,26 @@ done:
     return rc;
 }
 
+int tdb_approximate_count(tdb_t *db, tdb_cf_t *cf, const void *lo, size_t lo_len, const void *hi, size_t hi_len,
+                          uint64_t *count) {
+    int rc = db_check_cf(db, cf);
+    if (rc != TDB_OK) return rc;
+    if (!count) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_approximate_count: NULL output");
+    *count = 0;
+    if ((lo_len && !lo) || (hi_len && !hi)) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_approximate_count: NULL bound");
+    slice_t l = slice_make(lo, lo_len), h = slice_make(hi, hi_len);
+    const slice_t *lp = lo_len ? &l : NULL, *hp = hi ? &h : NULL;
+    if (lp && hp && slice_compare(l, h) >= 0) return TDB_OK; /* empty range */
+    superversion_t *sv = cf_get_sv(cf);
+    if (!sv) return tdb_err(TDB_ERR_CLOSED, "column family '%s' was dropped", cf->name);
+    uint64_t n = memtable_approx_entries(sv->mem, lp, hp);
+    for (int i = 0; i < sv->nimm; i++) n += memtable_approx_entries(sv->imm[i], lp, hp);
+    n += version_approx_entries(sv->version, db->table_cache, lp, hp);
+    sv_unref(sv);
+    *count = n;
+    return TDB_OK;
+}
+
 /* Add one family's shape to stats (mu held). */
 static void add_cf_stats(tdb_cf_t *cf, tdb_stats_t *s) {
     for (int l = 1; l < TDB_MAX_LEVELS; l++) {

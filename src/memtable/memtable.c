@@ -204,6 +204,11 @@ uint64_t memtable_num_entries(const memtable_t *m) {
     return atomic_load_explicit(&((memtable_t *)(uintptr_t)m)->entries, memory_order_relaxed);
 }
 
+/* Approximate entries in a user-key range. */
+uint64_t memtable_approx_entries(const memtable_t *m, const slice_t *lo, const slice_t *hi) {
+    return skiplist_approx_count(m->list, lo, hi);
+}
+
 /* Deletion entries added so far. */
 uint64_t memtable_num_deletes(const memtable_t *m) {
     return atomic_load_explicit(&((memtable_t *)(uintptr_t)m)->deletes, memory_order_relaxed);

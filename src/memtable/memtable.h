@@ -123,6 +123,9 @@ int memtable_get(memtable_t *m, slice_t user_key, uint64_t snap_seq, unsigned *t
 /* Bytes reserved by the arena: the flush trigger. */
 size_t memtable_memory_usage(const memtable_t *m);
 uint64_t memtable_num_entries(const memtable_t *m);
+/* Approximate entries (every version) with user key in [lo, hi) (NULL:
+ * no bound): skiplist_approx_count. */
+uint64_t memtable_approx_entries(const memtable_t *m, const slice_t *lo, const slice_t *hi);
 /* KT_DELETE + KT_SINGLE_DELETE entries. */
 uint64_t memtable_num_deletes(const memtable_t *m);
 /* KT_RANGE_DELETE entries (also counted by memtable_num_entries). */

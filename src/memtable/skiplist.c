@@ -366,3 +366,31 @@ const char *skiplist_seek_before(const skiplist_t *s, slice_t user, uint64_t tra
     const char *x = sl_descend(s, user, trailer, NULL);
     return x == s->head ? NULL : x;
 }
+
+/* Nodes on a level that make a count worth scaling up. */
+#define SL_APPROX_MIN 16
+
+/* Approximate entries in [lo, hi): from the top level down, count the
+ * range's nodes on each level until one holds at least SL_APPROX_MIN of
+ * them (or level 0 is reached); a level-i node stands for about
+ * BRANCHING^i entries. Touches O(SL_APPROX_MIN * BRANCHING + height)
+ * nodes, whatever the range's size. */
+uint64_t skiplist_approx_count(const skiplist_t *s, const slice_t *lo, const slice_t *hi) {
+    const uint64_t trailer = ikey_pack(SEQ_MAX, KT_SEEK); /* first entry of a user key */
+    const char *x = s->head; /* last node < lo on the current level */
+    int i = atomic_load_explicit(&((skiplist_t *)(uintptr_t)s)->max_height, memory_order_relaxed) - 1;
+    for (;; i--) {
+        if (lo) {
+            char *prev, *next;
+            sl_find_level(x, i, *lo, trailer, NULL, &prev, &next);
+            x = prev;
+        }
+        uint64_t n = 0;
+        for (const char *y = sl_next(x, i); y && (!hi || sl_cmp(y, *hi, trailer) < 0); y = sl_next(y, i)) n++;
+        if (n >= SL_APPROX_MIN || i == 0) {
+            uint64_t scale = 1;
+            for (int k = 0; k < i; k++) scale *= SKIPLIST_BRANCHING;
+            return n * scale;
+        }
+    }
+}

@@ -169,6 +169,12 @@ size_t sst_reader_range_dels(const sst_reader_t *r, const range_del_t **out);
 /* Highest sequence <= snap_seq of a range tombstone of this table covering
  * user_key, 0 if none. One binary search (fragments built at open). */
 uint64_t sst_reader_range_del_seq(const sst_reader_t *r, slice_t user_key, uint64_t snap_seq);
+/* Approximate number of entries with user key in [lo, hi) (NULL: no
+ * bound), for query planning. A range within one or two data blocks is
+ * counted in them (read through the cache); a longer one comes from the
+ * in-memory block index alone: the blocks between the bounds, edge blocks
+ * interpolated on key prefixes, times the mean entries per block. */
+uint64_t sst_reader_approx_entries(sst_reader_t *r, const slice_t *lo, const slice_t *hi);
 /* Verify every block and value record checksum and the key order (reads
  * from disk, bypassing the cache): TDB_OK or CORRUPTION with detail. */
 int sst_reader_verify(sst_reader_t *r);

@@ -686,6 +686,78 @@ uint64_t sst_reader_map_reads(const sst_reader_t *r) {
     return atomic_load_explicit(&((sst_reader_t *)r)->map_reads, memory_order_relaxed);
 }
 
+/* Position of user key u in the table, in blocks: i + f when u falls in
+ * block i (the first whose separator is >= (u, SEQ_MAX)), f its place
+ * between the separators that bound block i, read from their 8-byte
+ * prefixes after the common prefix (0.5 when they do not tell). */
+static double approx_block_pos(const sst_reader_t *r, slice_t u) {
+    char small[256];
+    char *tk = u.size + IKEY_TRAILER <= sizeof small ? small : (char *)malloc(u.size + IKEY_TRAILER);
+    if (!tk) return (double)r->nblocks / 2;
+    if (u.size) memcpy(tk, u.data, u.size);
+    enc_fixed64(tk + u.size, ikey_pack(SEQ_MAX, KT_SEEK));
+    size_t i = index_lower_bound(r, slice_make(tk, u.size + IKEY_TRAILER));
+    if (tk != small) free(tk);
+    if (i >= r->nblocks) return (double)r->nblocks;
+    double f = 0.5;
+    int shares = u.size >= r->idx_lcp && (r->idx_lcp == 0 || memcmp(u.data, r->idx[0].key, r->idx_lcp) == 0);
+    if (shares) {
+        uint64_t up = key_prefix(u, r->idx_lcp), hi = r->idx_pfx[i], lo;
+        if (i > 0) {
+            lo = r->idx_pfx[i - 1];
+        } else {
+            slice_t sm = buf_slice(&r->props.smallest);
+            slice_t su = sm.size >= IKEY_TRAILER ? ikey_user(sm) : slice_make(NULL, 0);
+            lo = su.size >= r->idx_lcp ? key_prefix(su, r->idx_lcp) : 0;
+        }
+        if (hi > lo) {
+            f = up <= lo ? 0.0 : up >= hi ? 1.0 : (double)(up - lo) / (double)(hi - lo);
+        }
+    }
+    return (double)i + f;
+}
+
+/* Entries with user key in [lo, hi) in blocks i..j, counted by reading
+ * them (through the cache); -1 if a block cannot be read. */
+static int64_t count_in_blocks(sst_reader_t *r, size_t i, size_t j, slice_t lo, slice_t hi) {
+    int64_t n = 0;
+    for (size_t b = i; b <= j; b++) {
+        block_ref_t ref = {0};
+        block_iter_t bi;
+        block_iter_init(&bi, sst_key_cmp);
+        int ok = load_data_block(r, b, 1, &ref) == TDB_OK &&
+                 block_iter_set(&bi, slice_make(ref.blk->data, ref.blk->size)) == TDB_OK;
+        for (block_iter_seek_to_first(&bi); ok && block_iter_valid(&bi); block_iter_next(&bi)) {
+            slice_t u = ikey_user(block_iter_key(&bi));
+            if (slice_compare(u, lo) < 0) continue;
+            if (slice_compare(u, hi) >= 0) break;
+            n++;
+        }
+        if (ok && block_iter_status(&bi) != TDB_OK) ok = 0;
+        if (ref.blk) ref_release(r, &ref);
+        block_iter_free(&bi);
+        if (!ok) return -1;
+    }
+    return n;
+}
+
+/* Approximate entries with user key in [lo, hi): a range within one or
+ * two blocks is counted in them; a longer one is the blocks between the
+ * two positions times the table's mean entries per block (index only). */
+uint64_t sst_reader_approx_entries(sst_reader_t *r, const slice_t *lo, const slice_t *hi) {
+    if (r->nblocks == 0) return 0;
+    double a = lo ? approx_block_pos(r, *lo) : 0.0;
+    double b = hi ? approx_block_pos(r, *hi) : (double)r->nblocks;
+    if (b <= a && (b < a || !lo || !hi)) return 0;
+    if (lo && hi && (size_t)b - (size_t)a <= 1 && (size_t)a < r->nblocks) {
+        size_t j = (size_t)b < r->nblocks ? (size_t)b : r->nblocks - 1;
+        int64_t n = count_in_blocks(r, (size_t)a, j, *lo, *hi);
+        if (n >= 0) return (uint64_t)n;
+    }
+    double n = (b - a) * (double)r->props.num_entries / (double)r->nblocks;
+    return n < 1.0 ? 1 : (uint64_t)(n + 0.5);
+}
+
 /* The table's range tombstones. */
 size_t sst_reader_range_dels(const sst_reader_t *r, const range_del_t **out) {
     *out = r->rdl.v;

@@ -128,6 +128,10 @@ void version_edit_free(version_edit_t *e);
  * TDB_ERR_CORRUPTION (bug guard); bad level -> TDB_ERR_INVALID_ARG. */
 int version_apply(const version_t *base, const version_edit_t *e, version_t **out);
 
+/* Approximate entries (every version, tombstones included) with user key
+ * in [lo, hi) (NULL: no bound): files inside the range count whole, files
+ * across a bound are estimated from their block index (no block read). */
+uint64_t version_approx_entries(version_t *v, table_cache_t *tc, const slice_t *lo, const slice_t *hi);
 /* Point lookup through the levels: level-1 files newest first (skipping
  * files whose key range excludes the key; the bloom filter gates only the
  * point probe), then each deeper level by binary search. In each file the
