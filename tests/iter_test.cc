@@ -90,7 +90,7 @@ void VecDestroy(iter_t *it) {
 }
 
 const iter_ops_t kVecOps = {VecValid, VecFirst, VecLast,  VecSeek,   VecNext,
-                            VecPrev,  VecKey,   VecValue, VecStatus, VecDestroy, nullptr};
+                            VecPrev,  VecKey,   VecValue, VecStatus, VecDestroy, nullptr, nullptr};
 
 iter_t *NewVec(Entries data, int *destroyed = nullptr) {
     std::sort(data.begin(), data.end());
@@ -295,6 +295,63 @@ TEST(IterMerge, RandomWalkWithDirectionSwitches) {
     }
 }
 
+// seek_forward from any position (after next, prev or seek) to a target
+// past the current key lands where a fresh seek would, and the walk goes
+// on correctly in both directions from there.
+TEST(IterMerge, SeekForwardMatchesSeek) {
+    std::mt19937 rng(11);
+    for (int round = 0; round < 8; round++) {
+        for (int n : {2, 3, 5, 9, 17}) {
+            Fixture f(n, rng);
+            iter_t *m = iter_merge(f.children.data(), n, Bytewise);
+            ASSERT_NE(m, nullptr);
+            if (f.ref.size() < 20) { // too few entries to walk (children may all be empty)
+                iter_destroy(m);
+                continue;
+            }
+            iter_seek_to_first(m);
+            long idx = 0;
+            int forwards = 0;
+            for (int step = 0; step < 1500; step++) {
+                bool valid = idx >= 0 && idx < (long)f.ref.size();
+                int op = rng() % 8;
+                const char *what;
+                if (!valid) {
+                    iter_seek_to_first(m);
+                    idx = 0;
+                    what = "seek_to_first";
+                } else if (op <= 2) {
+                    // a target past the current key: the key itself plus a suffix, or a later key
+                    const std::string &cur = f.ref[idx].key;
+                    char b[16];
+                    snprintf(b, sizeof b, "k%03d", atoi(cur.c_str() + 1) + (int)(rng() % 12));
+                    std::string t = std::string(b) > cur ? std::string(b) : cur + "~";
+                    iter_seek_forward(m, slice_make(t.data(), t.size()));
+                    idx = f.LowerBound(t);
+                    what = "seek_forward";
+                    forwards++;
+                } else if (op <= 5) {
+                    iter_next(m);
+                    idx++;
+                    what = "next";
+                } else {
+                    iter_prev(m);
+                    idx--;
+                    what = "prev";
+                }
+                ExpectAt(m, f.ref, idx, what);
+                if (HasFatalFailure()) {
+                    iter_destroy(m);
+                    FAIL() << "n=" << n << " round " << round << " step " << step;
+                }
+            }
+            EXPECT_GT(forwards, 100);
+            EXPECT_EQ(iter_status(m), TDB_OK);
+            iter_destroy(m);
+        }
+    }
+}
+
 TEST(IterMerge, EmptyChildrenOnly) {
     for (int n : {2, 7}) {
         std::vector<iter_t *> c;
@@ -412,7 +469,7 @@ void PrepDestroy(iter_t *it) {
 }
 
 const iter_ops_t kPrepOps = {VecValid, VecFirst, VecLast,  PrepSeek,  VecNext,
-                             VecPrev,  VecKey,   VecValue, VecStatus, PrepDestroy, PrepStage};
+                             VecPrev,  VecKey,   VecValue, VecStatus, PrepDestroy, PrepStage, nullptr};
 
 iter_t *NewPrep(Entries data, int id, int stages, std::vector<std::string> *log) {
     std::sort(data.begin(), data.end());

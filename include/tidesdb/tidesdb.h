@@ -289,7 +289,7 @@ int tdb_get(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap,
  * version and tombstone counts, so it can exceed the live keys. No scan:
  * the memtables' upper skip-list levels and the tables' in-memory block
  * indexes (files inside the range count whole; a range within two blocks
- * of a table is counted in them). Exact below 16 memtable entries;
+ * of a table is counted in them). Exact below 64 memtable entries;
  * otherwise typically within 2x. An empty or inverted range is 0. */
 int tdb_approximate_count(tdb_t *db, tdb_cf_t *cf, const void *lo, size_t lo_len,
                           const void *hi, size_t hi_len, uint64_t *count);

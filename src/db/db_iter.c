@@ -77,12 +77,13 @@ static int classify(tdb_iter_t *it, slice_t ik, slice_t raw, slice_t *user_value
  * update adds one), and a scan must not walk them all on each pass. */
 #define SKIP_BEFORE_RESEEK 8
 
-/* Seek `in` to (user, seq, type): with (seq 0, type 0) past every entry of
- * user; with (it->seq, KT_SEEK) to its newest version visible to us. */
+/* Seek `in` forward to (user, seq, type): with (seq 0, type 0) past every
+ * entry of user; with (it->seq, KT_SEEK) to its newest version visible to
+ * us. Only the merged sources still behind the target move. */
 static int reseek(tdb_iter_t *it, slice_t user, uint64_t seq, unsigned type) {
     buf_clear(&it->seek_key);
     if (ikey_append(&it->seek_key, user, seq, type) != TDB_OK) return TDB_ERR_NOMEM;
-    iter_seek(it->in, buf_slice(&it->seek_key));
+    iter_seek_forward(it->in, buf_slice(&it->seek_key));
     return TDB_OK;
 }
 

@@ -331,6 +331,7 @@ static const iter_ops_t g_mt_iter_ops = {
     mt_iter_valid, mt_iter_seek_to_first, mt_iter_seek_to_last, mt_iter_seek,   mt_iter_next,
     mt_iter_prev,  mt_iter_key,           mt_iter_value,        mt_iter_status, mt_iter_destroy,
     NULL, /* seek_prepare */
+    NULL, /* seek_forward */
 };
 
 /* New iterator holding its own reference on m. */

@@ -108,7 +108,7 @@ const char *skiplist_seek(const skiplist_t *s, slice_t user, uint64_t trailer);
 const char *skiplist_seek_before(const skiplist_t *s, slice_t user, uint64_t trailer);
 
 /* Approximate number of entries whose user key is in [lo, hi) (NULL: no
- * bound), read from the upper levels: exact below 16 entries, otherwise
+ * bound), read from the upper levels: exact below 64 entries, otherwise
  * within a small factor (each level-i node stands for BRANCHING^i). */
 uint64_t skiplist_approx_count(const skiplist_t *s, const slice_t *lo, const slice_t *hi);
 

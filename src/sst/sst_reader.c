@@ -1094,6 +1094,7 @@ static const iter_ops_t sst_iter_ops = {
     it_valid, it_seek_to_first, it_seek_to_last, it_seek,        it_next,
     it_prev,  it_key,           it_value,        it_status,      it_destroy,
     it_seek_prepare,
+    NULL, /* seek_forward */
 };
 
 /* New iterator over the whole table (holds a reader reference). */

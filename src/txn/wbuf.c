@@ -369,6 +369,7 @@ static const iter_ops_t g_wbi_ops = {
     wbi_valid, wbi_seek_to_first, wbi_seek_to_last, wbi_seek,   wbi_next,
     wbi_prev,  wbi_key,           wbi_value,        wbi_status, wbi_destroy,
     NULL, /* seek_prepare */
+    NULL, /* seek_forward */
 };
 
 /* New unpositioned iterator over one family. */

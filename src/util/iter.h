@@ -46,6 +46,10 @@ typedef struct iter_ops {
      * stage s on every child before stage s + 1 on any, so the children's
      * cache misses overlap instead of queuing one behind another. */
     int (*seek_prepare)(iter_t *it, slice_t t, int stage);
+    /* Optional (NULL: seek). seek(t) for an iterator that is valid, moving
+     * forward and at an entry < t: it may start from where it is (a merge
+     * moves only the children still behind t). */
+    void (*seek_forward)(iter_t *it, slice_t t);
 } iter_ops_t;
 
 struct iter {
@@ -62,6 +66,10 @@ static inline slice_t iter_key(const iter_t *it) { return it->ops->key(it); }
 static inline slice_t iter_value(const iter_t *it) { return it->ops->value(it); }
 static inline int iter_status(const iter_t *it) { return it->ops->status(it); }
 static inline void iter_destroy(iter_t *it) { if (it) it->ops->destroy(it); }
+static inline void iter_seek_forward(iter_t *it, slice_t t) {
+    if (it->ops->seek_forward) it->ops->seek_forward(it, t);
+    else it->ops->seek(it, t);
+}
 
 /* Comparator over keys, used by merging iterators and blocks. */
 typedef int (*key_cmp_fn)(slice_t a, slice_t b);

@@ -47,6 +47,7 @@ static const iter_ops_t g_empty_ops = {
     empty_valid, empty_noop, empty_noop, empty_seek, empty_noop,
     empty_noop,  empty_slice, empty_slice, empty_status, empty_destroy,
     NULL, /* seek_prepare */
+    NULL, /* seek_forward */
 };
 
 static empty_iter_t g_static[EMPTY_STATIC] = {

@@ -28,6 +28,9 @@
  *    dependent cache misses (index, cache slot, cache entry, block) runs
  *    alongside the others' rather than after them: a 3-table seek over a
  *    warm cache is mostly such misses.
+ *  - seek_forward(t) from a forward position moves only the children
+ *    still behind t (the others are, by the FORWARD invariant, already at
+ *    their first entry >= t).
  *  - `err` is the first error seen on a child that went invalid since the
  *    last seek; while it is set the merge is invalid (data may be missing).
  *    status() reports the first failing child in child order.
@@ -184,6 +187,25 @@ static void merge_seek(iter_t *it, slice_t t) {
     merge_rebuild(m);
 }
 
+/* seek(t) from a forward position before t: by the FORWARD invariant each
+ * valid child is at its first entry after the current position, so one
+ * already at >= t is at its first entry >= t, and an exhausted one has
+ * none; only the children behind t move. A scan that skips a hot key's
+ * versions (all in a memtable) leaves the tables' iterators where they are. */
+static void merge_seek_forward(iter_t *it, slice_t t) {
+    merge_iter_t *m = (merge_iter_t *)it;
+    if (m->dir != DIR_FORWARD || !merge_valid(it)) {
+        merge_seek(it, t);
+        return;
+    }
+    for (int i = 0; i < m->n; i++) {
+        if (!m->ok[i] || m->cmp(m->key[i], t) >= 0) continue;
+        iter_seek_forward(m->child[i], t);
+        merge_load(m, i);
+    }
+    merge_rebuild(m);
+}
+
 /* Advance to the next (key, index) position. */
 static void merge_next(iter_t *it) {
     merge_iter_t *m = (merge_iter_t *)it;
@@ -279,6 +301,7 @@ static const iter_ops_t g_merge_ops = {
     merge_valid, merge_seek_to_first, merge_seek_to_last, merge_seek,   merge_next,
     merge_prev,  merge_key,           merge_value,        merge_status, merge_destroy,
     NULL, /* seek_prepare: staged inside merge_seek */
+    merge_seek_forward,
 };
 
 /* Build a merging iterator over n children (ownership taken). */

@@ -193,6 +193,7 @@ static const iter_ops_t level_iter_ops = {
     li_valid, li_seek_to_first, li_seek_to_last, li_seek,   li_next,
     li_prev,  li_key,           li_value,        li_status, li_destroy,
     li_seek_prepare,
+    NULL, /* seek_forward */
 };
 
 /* Lazy concatenating iterator over `level` of v. */
