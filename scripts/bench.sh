@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: the SQL head-to-head, TidesDB vs InnoDB vs MyRocks in the
-# pinned MariaDB server, at the quick default size (about 15 minutes on 2
+# pinned MariaDB server, at the quick default size (about 13 minutes on 2
 # cores). Run as root on Debian 12: installs every dependency (build tools,
 # the pinned server with MyRocks, sysbench, matplotlib, a Go toolchain,
 # go-tpc), builds the engine plugin and the harnesses, then runs

@@ -15,14 +15,7 @@ import math
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-# One colour per engine, the same in every chart.
-COLORS = {"TidesDB": "#1f77b4", "InnoDB": "#d62728", "RocksDB": "#2ca02c"}
-LABELS = {"RocksDB": "MyRocks"}
+from chartlib import COLORS, label, plt, read_csv, save
 
 
 def num(s):
@@ -47,8 +40,7 @@ def read_tsv(path):
 
 def load_tasks(out):
     path = os.path.join(out, "summary.csv")
-    with open(path, newline="") as f:
-        tasks = list(csv.DictReader(f))
+    tasks = read_csv(path)
     for t in tasks:
         tsv = os.path.join(out, t["tsv"])
         t["data"] = read_tsv(tsv) if os.path.exists(tsv) else {}
@@ -74,7 +66,7 @@ def plot_lines(ax, tasks, col, style="-", suffix=""):
             continue
         e = t["engine"]
         ax.plot(xs, ys, style, marker=".", color=COLORS.get(e),
-                label=f"{LABELS.get(e, e)}{suffix} ({t['task']})")
+                label=f"{label(e)}{suffix} ({t['task']})")
         drawn = True
     return drawn
 
@@ -86,9 +78,7 @@ def finish(fig, ax_list, path):
         ax.set_ylim(bottom=0)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
 def main():

@@ -11,19 +11,12 @@ table size (a "_<rows>" suffix when the sweep has more than one):
   tps_over_time_<N>t.png      per-second TPS at the largest thread count N
 Values are means over iterations; failed runs are left out.
 """
-import csv
 import glob
 import math
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-COLORS = {"TidesDB": "#1f77b4", "InnoDB": "#d62728", "RocksDB": "#2ca02c"}
-LABELS = {"RocksDB": "MyRocks"}
+from chartlib import COLORS, label, ordered, plt, read_csv, save
 
 
 def newest(out, prefix):
@@ -31,19 +24,6 @@ def newest(out, prefix):
     if not files:
         sys.exit(f"no {prefix}_*.csv in {out}")
     return files[-1]
-
-
-def read(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def ordered(values):
-    seen = []
-    for v in values:
-        if v not in seen:
-            seen.append(v)
-    return seen
 
 
 def mean(xs):
@@ -68,13 +48,6 @@ def grid(n):
     return fig, flat[:n]
 
 
-def save(fig, path, title):
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def bars(rows, engines, workloads, threads, col, ylabel, title, path):
     fig, axes = grid(len(workloads))
     width = 0.8 / max(1, len(engines))
@@ -83,7 +56,7 @@ def bars(rows, engines, workloads, threads, col, ylabel, title, path):
             ys = [mean([fnum(r[col]) for r in rows
                         if r["engine"] == e and r["workload"] == w and int(r["threads"]) == t]) for t in threads]
             xs = [j + (i - (len(engines) - 1) / 2) * width for j in range(len(threads))]
-            ax.bar(xs, [y or 0 for y in ys], width, color=COLORS.get(e), label=LABELS.get(e, e))
+            ax.bar(xs, [y or 0 for y in ys], width, color=COLORS.get(e), label=label(e))
         ax.set_xticks(range(len(threads)))
         ax.set_xticklabels([str(t) for t in threads])
         ax.set_xlabel("threads")
@@ -106,7 +79,7 @@ def scaling(rows, engines, workloads, threads, path, title):
             if not base:
                 continue
             xs = [t for t in threads if tps.get(t)]
-            ax.plot(xs, [tps[t] / base for t in xs], marker="o", color=COLORS.get(e), label=LABELS.get(e, e))
+            ax.plot(xs, [tps[t] / base for t in xs], marker="o", color=COLORS.get(e), label=label(e))
         ax.set_xlabel("threads")
         ax.set_ylabel(f"TPS / TPS at {base_t} thread(s)")
         ax.set_title(w)
@@ -122,7 +95,7 @@ def over_time(detail, engines, workloads, t, path, title):
             pts = [(int(r["second"]), fnum(r["tps"])) for r in detail
                    if r["engine"] == e and r["workload"] == w and int(r["threads"]) == t and r["iteration"] == "1"]
             if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], color=COLORS.get(e), label=LABELS.get(e, e))
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], color=COLORS.get(e), label=label(e))
         ax.set_xlabel("second of the run")
         ax.set_ylabel("TPS")
         ax.set_ylim(bottom=0)
@@ -137,8 +110,8 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     out = sys.argv[1]
-    summary = [r for r in read(newest(out, "summary")) if not r.get("error")]
-    detail = read(newest(out, "detail"))
+    summary = [r for r in read_csv(newest(out, "summary")) if not r.get("error")]
+    detail = read_csv(newest(out, "detail"))
     if not summary:
         sys.exit("no successful runs to chart")
     sizes = ordered([r["table_size"] for r in summary])

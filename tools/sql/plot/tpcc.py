@@ -11,32 +11,16 @@ Reads OUT_DIR/runs.csv, transactions.csv and timeline.csv and writes:
   tpcc_tpm_timeline.png TPM per interval over the measured run (iteration 1)
 Values are means over an engine's successful iterations.
 """
-import csv
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-COLORS = {"TidesDB": "#1f77b4", "InnoDB": "#d62728", "RocksDB": "#2ca02c"}
-LABELS = {"RocksDB": "MyRocks"}
+from chartlib import COLORS, label, ordered, plt, read_csv, save
 TXNS = [("NEW_ORDER", "New-Order"), ("PAYMENT", "Payment"), ("ORDER_STATUS", "Order-Status"),
         ("DELIVERY", "Delivery"), ("STOCK_LEVEL", "Stock-Level")]
 
 
 def read(out, name):
-    with open(os.path.join(out, name), newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def ordered(values):
-    seen = []
-    for v in values:
-        if v not in seen:
-            seen.append(v)
-    return seen
+    return read_csv(os.path.join(out, name))
 
 
 def mean(xs):
@@ -46,16 +30,14 @@ def mean(xs):
 
 def bar_chart(engines, values, ylabel, title, path, fmt="{:.0f}"):
     fig, ax = plt.subplots(figsize=(6, 4.5))
-    names = [LABELS.get(e, e) for e in engines]
+    names = [label(e) for e in engines]
     bars = ax.bar(names, values, color=[COLORS.get(e) for e in engines])
     for b, v in zip(bars, values):
         ax.annotate(fmt.format(v), (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom", fontsize=9)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
 def main():
@@ -84,31 +66,27 @@ def main():
         for i, e in enumerate(engines):
             ys = [mean(t[col] for t in txns if t["engine"] == e and t["txn"] == code) for code, _ in TXNS]
             xs = [j + (i - (len(engines) - 1) / 2) * width for j in range(len(TXNS))]
-            ax.bar(xs, ys, width, color=COLORS.get(e), label=LABELS.get(e, e))
+            ax.bar(xs, ys, width, color=COLORS.get(e), label=label(e))
         ax.set_xticks(range(len(TXNS)))
         ax.set_xticklabels([n for _, n in TXNS], rotation=20)
         ax.set_ylabel("ms")
         ax.set_title(f"{name} latency per transaction")
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "tpcc_latency.png"), dpi=110)
-    plt.close(fig)
+    save(fig, os.path.join(out, "tpcc_latency.png"))
 
     fig, ax = plt.subplots(figsize=(9, 4.8))
     for e in engines:
         pts = [(float(p["second"]), float(p["tpm"])) for p in timeline if p["engine"] == e and p["iteration"] == "1"]
         if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", color=COLORS.get(e), label=LABELS.get(e, e))
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", color=COLORS.get(e), label=label(e))
     ax.set_xlabel("seconds into the measured run")
     ax.set_ylabel("TPM")
     ax.set_ylim(bottom=0)
     ax.set_title("TPM over time")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "tpcc_tpm_timeline.png"), dpi=110)
-    plt.close(fig)
+    save(fig, os.path.join(out, "tpcc_tpm_timeline.png"))
 
 
 if __name__ == "__main__":

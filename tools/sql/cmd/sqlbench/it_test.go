@@ -5,13 +5,14 @@
 package main
 
 import (
-	"encoding/csv"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"tidesql/bench/internal/report"
 )
 
 func TestSweepOnTidesDB(t *testing.T) {
@@ -77,33 +78,9 @@ func TestMissingSysbenchIsAClearError(t *testing.T) {
 }
 
 func readCSV(t *testing.T, path string) []map[string]string {
-	f, err := os.Open(path)
+	rows, err := report.ReadCSV(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	all, err := csv.NewReader(f).ReadAll()
-	if err != nil || len(all) < 1 {
-		t.Fatalf("%s: %v", path, err)
-	}
-	var out []map[string]string
-	for _, r := range all[1:] {
-		m := map[string]string{}
-		for i, h := range all[0] {
-			m[h] = r[i]
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-func TestMissingPluginIsAClearError(t *testing.T) {
-	if os.Getenv("TIDESQL_IT") == "" {
-		t.Skip("TIDESQL_IT not set")
-	}
-	t.Setenv("TIDESQL_PLUGIN_DIR", t.TempDir())
-	cfg, _ := LoadConfig(envOf(map[string]string{"ENGINES": "TidesDB", "OUT": t.TempDir()}))
-	if err := run(cfg); err == nil || !strings.Contains(err.Error(), "ha_tidesdb.so not found") {
-		t.Errorf("err = %v", err)
-	}
+	return rows
 }

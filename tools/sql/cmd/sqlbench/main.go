@@ -21,9 +21,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
+	"tidesql/bench/internal/harness"
 	"tidesql/bench/internal/progress"
 	"tidesql/bench/internal/report"
 	"tidesql/bench/internal/server"
@@ -78,70 +78,39 @@ a fresh server per engine and table size. Variables (defaults from PRESET):
 }
 
 func run(cfg Config) error {
-	env, err := server.FindEnv()
-	if err != nil {
-		return err
-	}
+	var err error
 	if cfg.Sysbench, err = exec.LookPath(cfg.Sysbench); err != nil {
 		return fmt.Errorf("sysbench not found (%v): run scripts/mariadb/setup.sh", err)
 	}
-	var plugins []string
-	for _, e := range cfg.Engines {
-		if e != "InnoDB" {
-			plugins = append(plugins, e)
-		}
-	}
-	if err := env.CheckEngines(plugins); err != nil {
+	r, err := harness.Begin("sqlbench", cfg.Engines, cfg.Out, cfg.Lines())
+	if err != nil {
 		return err
 	}
-	stamp := report.Stamp(time.Now())
-	if cfg.Out == "" {
-		cfg.Out = filepath.Join("results", "sqlbench-"+stamp)
-	}
+	cfg.Out = r.Out
 	if cfg.ServerDir == "" {
-		cfg.ServerDir = filepath.Join(env.Root, "build", "sql", "sqlbench-server")
+		cfg.ServerDir = filepath.Join(r.Env.Root, "build", "sql", "sqlbench-server")
 	}
 	raw := filepath.Join(cfg.Out, "raw")
 	if err := os.MkdirAll(raw, 0o755); err != nil {
 		return err
 	}
-	for _, l := range cfg.Lines() {
-		fmt.Println(l)
-	}
-	_ = os.WriteFile(filepath.Join(cfg.Out, "preset.txt"), []byte(strings.Join(cfg.Lines(), "\n")+"\n"), 0o644)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	finished := make(chan struct{})
-	server.HandleInterrupts(func() {
-		cancel()
-		select { // let the sweep write what it measured
-		case <-finished:
-		case <-time.After(time.Minute):
-		}
-	})
-
-	sw := &sweep{cfg: cfg, env: env, raw: raw, tr: progress.New(time.Duration(cfg.Planned()) * time.Second)}
-	runErr := sw.all(ctx)
-	interrupted := ctx.Err() != nil
-	if interrupted {
+	sw := &sweep{cfg: cfg, env: r.Env, raw: raw, tr: progress.New(time.Duration(cfg.Planned()) * time.Second)}
+	runErr := sw.all(r.Ctx)
+	if r.Interrupted() {
 		sw.notes = append(sw.notes, "interrupted: the results hold what was measured until then")
 	}
 	if len(sw.rows) > 0 {
-		if err := writeResults(cfg, stamp, sw); err != nil {
+		if err := writeResults(cfg, r.Stamp, sw); err != nil {
 			fmt.Fprintln(os.Stderr, "sqlbench: writing results:", err)
 		} else if !cfg.NoCharts {
 			abs, _ := filepath.Abs(cfg.Out)
-			if err := report.Plot(env.Root, "sqlbench.py", abs); err != nil {
+			if err := report.Plot(r.Env.Root, "sqlbench.py", abs); err != nil {
 				fmt.Fprintln(os.Stderr, "sqlbench: charts:", err)
 			}
 		}
 		fmt.Printf("\nresults in %s\n", cfg.Out)
 	}
-	close(finished)
-	if interrupted {
-		select {} // the interrupt handler stops the server and exits 130
-	}
+	r.End()
 	if runErr != nil {
 		return runErr
 	}
@@ -199,7 +168,7 @@ func (sw *sweep) all(ctx context.Context) error {
 					return nil
 				}
 				fmt.Fprintln(os.Stderr, "sqlbench:", err)
-				sw.note(fmt.Sprintf("%s at %d rows per table: %s", e, size, firstLine(err.Error())))
+				sw.note(fmt.Sprintf("%s at %d rows per table: %s", e, size, report.FirstLine(err.Error())))
 				errs = append(errs, err)
 				if sw.cfg.StopOnError {
 					break
@@ -234,8 +203,7 @@ func (sw *sweep) engine(ctx context.Context, engine string, size int) error {
 	b := Bench{Path: cfg.Sysbench, Socket: s.Socket, DB: schema, Engine: engine, Tables: cfg.Tables, Size: size}
 	sw.tr.Step(fmt.Sprintf("%s: preparing %d tables of %d rows", engine, cfg.Tables, size))
 	t0 := time.Now()
-	if out, err := b.Prepare(ctx); err != nil {
-		_ = os.WriteFile(filepath.Join(sw.raw, fmt.Sprintf("%s_prepare_%d.log", engine, size)), []byte(out), 0o644)
+	if _, err := b.Prepare(ctx, filepath.Join(sw.raw, fmt.Sprintf("%s_prepare_%d.log", engine, size))); err != nil {
 		return fmt.Errorf("%s: preparing the tables: %w", engine, s.Why(err))
 	}
 	sw.tr.Done(time.Duration(10+cfg.Tables*size/40000) * time.Second)
@@ -269,7 +237,7 @@ func (sw *sweep) engine(ctx context.Context, engine string, size int) error {
 					fmt.Fprintf(os.Stderr, "sqlbench: %s %s %d threads: %s\n", engine, w, th, row.Err)
 					sw.rows = append(sw.rows, row)
 					if !s.Alive() || cfg.StopOnError {
-						return fmt.Errorf("%s %s at %d threads failed: %s", engine, w, th, firstLine(row.Err))
+						return fmt.Errorf("%s %s at %d threads failed: %s", engine, w, th, report.FirstLine(row.Err))
 					}
 					continue
 				}
@@ -279,11 +247,4 @@ func (sw *sweep) engine(ctx context.Context, engine string, size int) error {
 		}
 	}
 	return nil
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }

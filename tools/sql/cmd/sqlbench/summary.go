@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,7 +36,7 @@ func summaryRows(rows []Row) [][]string {
 		out = append(out, []string{r.Engine, r.Workload, strconv.Itoa(r.Threads), strconv.Itoa(r.TableSize),
 			strconv.Itoa(r.Iteration), f2(r.R.TPS), f2(r.R.QPS), f2(r.R.Avg), f2(r.R.P95), f2(r.R.P99), f2(r.R.Max),
 			strconv.FormatInt(r.R.Errors, 10), strconv.FormatInt(r.R.Reconnects, 10),
-			strconv.FormatInt(r.DataBytes, 10), firstLine(r.Err)})
+			strconv.FormatInt(r.DataBytes, 10), report.FirstLine(r.Err)})
 	}
 	return out
 }
@@ -130,8 +131,6 @@ func cells(rows []Row) map[cellKey]*cell {
 	return m
 }
 
-var label = map[string]string{"TidesDB": "TidesDB", "InnoDB": "InnoDB", "RocksDB": "MyRocks"}
-
 // Markdown is summary.md: the configuration, a throughput table with
 // TidesDB's ratios, a latency table and the data size on disk.
 func Markdown(cfg Config, stamp string, rows []Row, notes []string) string {
@@ -154,25 +153,25 @@ func Markdown(cfg Config, stamp string, rows []Row, notes []string) string {
 		}
 		return fmt.Sprintf(format, v(c))
 	}
-	hasT := contains(cfg.Engines, "TidesDB")
+	hasT := slices.Contains(cfg.Engines, "TidesDB")
 	for _, size := range cfg.TableSizes {
 		fmt.Fprintf(&b, "\n## %d tables x %d rows: transactions per second\n\n", cfg.Tables, size)
 		t := report.Table{Header: []string{"workload", "threads"}}
 		for _, e := range cfg.Engines {
-			t.Header = append(t.Header, label[e])
+			t.Header = append(t.Header, report.EngineLabel(e))
 		}
 		var others []string
 		if hasT {
 			for _, e := range cfg.Engines {
 				if e != "TidesDB" {
 					others = append(others, e)
-					t.Header = append(t.Header, "TidesDB/"+label[e])
+					t.Header = append(t.Header, "TidesDB/"+report.EngineLabel(e))
 				}
 			}
 		}
 		lat := report.Table{Header: []string{"workload", "threads"}}
 		for _, e := range cfg.Engines {
-			lat.Header = append(lat.Header, label[e]+" p95", label[e]+" p99")
+			lat.Header = append(lat.Header, report.EngineLabel(e)+" p95", report.EngineLabel(e)+" p99")
 		}
 		for _, w := range cfg.Workloads {
 			for _, th := range cfg.Threads {
@@ -212,7 +211,7 @@ func Markdown(cfg Config, stamp string, rows []Row, notes []string) string {
 				}
 			}
 			if last > 0 {
-				disk.Rows = append(disk.Rows, []string{label[e], server.FormatBytes(last)})
+				disk.Rows = append(disk.Rows, []string{report.EngineLabel(e), server.FormatBytes(last)})
 			}
 		}
 		if len(disk.Rows) > 0 {
@@ -224,20 +223,11 @@ func Markdown(cfg Config, stamp string, rows []Row, notes []string) string {
 	for _, r := range rows {
 		if r.Err != "" {
 			fails = append(fails, fmt.Sprintf("- %s %s %d threads (%d rows), iteration %d: %s",
-				label[r.Engine], r.Workload, r.Threads, r.TableSize, r.Iteration, firstLine(r.Err)))
+				report.EngineLabel(r.Engine), r.Workload, r.Threads, r.TableSize, r.Iteration, report.FirstLine(r.Err)))
 		}
 	}
 	if len(fails) > 0 {
 		b.WriteString("\n## Failed runs\n\n" + strings.Join(fails, "\n") + "\n")
 	}
 	return b.String()
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -9,12 +9,13 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"tidesql/bench/internal/harness"
+	"tidesql/bench/internal/report"
 )
 
 // Interval is one "[ Ns ]" report line.
@@ -94,7 +95,7 @@ func ParseOutput(out string) (Result, error) {
 		}
 	}
 	if !final {
-		return r, fmt.Errorf("sysbench printed no final statistics; its last lines:\n%s", tail(out, 8))
+		return r, fmt.Errorf("sysbench printed no final statistics; its last lines:\n%s", report.Tail(out, 8))
 	}
 	r.P99 = percentile(hist, 0.99)
 	if r.P99 == 0 { // no histogram: the best we know is the max
@@ -126,14 +127,6 @@ func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
 func atof(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
 
-func tail(s string, n int) string {
-	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(l) > n {
-		l = l[len(l)-n:]
-	}
-	return strings.Join(l, "\n")
-}
-
 // Bench is how sysbench reaches the server under test.
 type Bench struct {
 	Path   string // sysbench binary
@@ -152,42 +145,23 @@ func (b Bench) args(workload string, threads int) []string {
 }
 
 // Prepare creates and fills the tables (sysbench oltp_common prepare, one
-// thread per table up to 8).
-func (b Bench) Prepare(ctx context.Context) (string, error) {
+// thread per table up to 8); log keeps the output.
+func (b Bench) Prepare(ctx context.Context, log string) (string, error) {
 	th := b.Tables
 	if th > 8 {
 		th = 8
 	}
 	timeout := time.Duration(600+b.Tables*b.Size/2000) * time.Second
-	return b.exec(ctx, timeout, append(b.args("oltp_common", th), "prepare"))
+	return harness.Exec(ctx, timeout, log, b.Path, append(b.args("oltp_common", th), "prepare")...)
 }
 
 // Run runs a workload for secs seconds; log, when not "", keeps the output.
 func (b Bench) Run(ctx context.Context, workload string, threads, secs, interval int, log string) (Result, error) {
 	a := append(b.args(workload, threads), "--time="+strconv.Itoa(secs), "--report-interval="+strconv.Itoa(interval),
 		"--percentile=95", "--histogram=on", "run")
-	out, err := b.exec(ctx, time.Duration(secs+300)*time.Second, a)
-	if log != "" {
-		_ = os.WriteFile(log, []byte("# "+b.Path+" "+strings.Join(a, " ")+"\n"+out), 0o644)
-	}
+	out, err := harness.Exec(ctx, time.Duration(secs+300)*time.Second, log, b.Path, a...)
 	if err != nil {
 		return Result{}, err
 	}
 	return ParseOutput(out)
-}
-
-// exec runs sysbench with a deadline; the error quotes its last lines.
-func (b Bench) exec(ctx context.Context, timeout time.Duration, args []string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, b.Path, args...)
-	cmd.WaitDelay = 10 * time.Second
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		if ctx.Err() == context.DeadlineExceeded {
-			err = fmt.Errorf("timed out after %s", timeout)
-		}
-		return string(out), fmt.Errorf("sysbench %s %s: %v; its last lines:\n%s", args[0], args[len(args)-1], err, tail(string(out), 8))
-	}
-	return string(out), nil
 }

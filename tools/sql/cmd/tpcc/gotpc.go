@@ -15,12 +15,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"tidesql/bench/internal/harness"
+	"tidesql/bench/internal/report"
 )
 
 // Txns are TPC-C's five transactions, in go-tpc's names.
@@ -124,10 +125,10 @@ func ParseRun(out string, interval time.Duration) (RunOutput, error) {
 		flush()
 	}
 	if !sawTPMC || r.Txn["NEW_ORDER"].Count == 0 {
-		return r, fmt.Errorf("go-tpc printed no summary (no tpmC or no New-Order); its last lines:\n%s", tail(out, 8))
+		return r, fmt.Errorf("go-tpc printed no summary (no tpmC or no New-Order); its last lines:\n%s", report.Tail(out, 8))
 	}
 	if strings.Contains(out, "panic:") {
-		return r, fmt.Errorf("go-tpc panicked:\n%s", tail(out, 8))
+		return r, fmt.Errorf("go-tpc panicked:\n%s", report.Tail(out, 8))
 	}
 	return r, nil
 }
@@ -148,14 +149,6 @@ func CheckFailed(out string) string {
 func CheckedConditions(out string) int { return strings.Count(out, "begin to check") }
 
 func atof(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
-
-func tail(s string, n int) string {
-	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(l) > n {
-		l = l[len(l)-n:]
-	}
-	return strings.Join(l, "\n")
-}
 
 // GoTPC runs go-tpc against one server.
 type GoTPC struct {
@@ -206,23 +199,12 @@ func (g GoTPC) Check(ctx context.Context, threads int, log string) (int, error) 
 }
 
 func (g GoTPC) exec(ctx context.Context, timeout time.Duration, log string, args []string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, g.Path, args...)
-	cmd.WaitDelay = 10 * time.Second
-	b, err := cmd.CombinedOutput()
-	out := string(b)
-	if log != "" {
-		_ = os.WriteFile(log, []byte("# "+g.Path+" "+strings.Join(args, " ")+"\n"+out), 0o644)
-	}
+	out, err := harness.Exec(ctx, timeout, log, g.Path, args...)
 	if err != nil {
-		if ctx.Err() == context.DeadlineExceeded {
-			err = fmt.Errorf("timed out after %s", timeout)
-		}
-		return out, fmt.Errorf("go-tpc %s: %v; its last lines:\n%s", action(args), err, tail(out, 8))
+		return out, fmt.Errorf("%s: %w", action(args), err)
 	}
 	if strings.Contains(out, "panic:") || strings.Contains(out, "a fatal occurred") {
-		return out, fmt.Errorf("go-tpc %s failed:\n%s", action(args), tail(out, 8))
+		return out, fmt.Errorf("go-tpc %s failed:\n%s", action(args), report.Tail(out, 8))
 	}
 	return out, nil
 }

@@ -5,13 +5,14 @@
 package main
 
 import (
-	"encoding/csv"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"tidesql/bench/internal/report"
 )
 
 func TestRunOnTidesDB(t *testing.T) {
@@ -82,22 +83,9 @@ func TestMissingGoTPCAndPluginAreClearErrors(t *testing.T) {
 }
 
 func readCSV(t *testing.T, path string) []map[string]string {
-	f, err := os.Open(path)
+	rows, err := report.ReadCSV(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	all, err := csv.NewReader(f).ReadAll()
-	if err != nil || len(all) < 1 {
-		t.Fatalf("%s: %v", path, err)
-	}
-	var out []map[string]string
-	for _, r := range all[1:] {
-		m := map[string]string{}
-		for i, h := range all[0] {
-			m[h] = r[i]
-		}
-		out = append(out, m)
-	}
-	return out
+	return rows
 }

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"tidesql/bench/internal/harness"
 	"tidesql/bench/internal/progress"
 	"tidesql/bench/internal/report"
 	"tidesql/bench/internal/server"
@@ -199,29 +200,20 @@ func (o options) planned() time.Duration {
 }
 
 func run(o options) error {
-	env, err := server.FindEnv()
+	if o.gotpc == "" {
+		if env, err := server.FindEnv(); err == nil {
+			o.gotpc = filepath.Join(env.Root, "build", "go-tpc", "go-tpc")
+		}
+	}
+	if _, err := os.Stat(o.gotpc); err != nil {
+		return fmt.Errorf("go-tpc not found at %q: build it with scripts/mariadb/common.sh's ensure_gotpc (scripts/bench.sh does)", o.gotpc)
+	}
+	r, err := harness.Begin("tpcc", o.engines, o.out, o.Lines())
 	if err != nil {
 		return err
 	}
-	if o.gotpc == "" {
-		o.gotpc = filepath.Join(env.Root, "build", "go-tpc", "go-tpc")
-	}
-	if _, err := os.Stat(o.gotpc); err != nil {
-		return fmt.Errorf("go-tpc not found at %s: build it with scripts/mariadb/common.sh's ensure_gotpc (scripts/bench.sh does)", o.gotpc)
-	}
-	var plugins []string
-	for _, e := range o.engines {
-		if e != "InnoDB" {
-			plugins = append(plugins, e)
-		}
-	}
-	if err := env.CheckEngines(plugins); err != nil {
-		return err
-	}
-	stamp := report.Stamp(time.Now())
-	if o.out == "" {
-		o.out = filepath.Join("results", "tpcc-"+stamp)
-	}
+	o.out = r.Out
+	env, ctx := r.Env, r.Ctx
 	if o.serverDir == "" {
 		o.serverDir = filepath.Join(env.Root, "build", "sql", "tpcc-server")
 	}
@@ -229,21 +221,6 @@ func run(o options) error {
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		return err
 	}
-	for _, l := range o.Lines() {
-		fmt.Println(l)
-	}
-	_ = os.WriteFile(filepath.Join(o.out, "preset.txt"), []byte(strings.Join(o.Lines(), "\n")+"\n"), 0o644)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	finished := make(chan struct{})
-	server.HandleInterrupts(func() {
-		cancel()
-		select {
-		case <-finished:
-		case <-time.After(time.Minute):
-		}
-	})
 	rn := &runner{o: o, env: env, logs: logs, tr: progress.New(o.planned()), peaks: map[string]int64{},
 		memNotes: map[string]string{}}
 	var errs []error
@@ -253,16 +230,15 @@ func run(o options) error {
 		}
 		if err := rn.engine(ctx, e); err != nil && ctx.Err() == nil {
 			fmt.Fprintln(os.Stderr, "tpcc:", err)
-			rn.note(e + ": " + firstLine(err.Error()))
+			rn.note(e + ": " + report.FirstLine(err.Error()))
 			errs = append(errs, err)
 		}
 	}
-	interrupted := ctx.Err() != nil
-	if interrupted {
+	if r.Interrupted() {
 		rn.note("interrupted: the results hold what was measured until then")
 	}
 	if len(rn.results) > 0 {
-		if err := writeResults(o, stamp, rn); err != nil {
+		if err := writeResults(o, r.Stamp, rn); err != nil {
 			fmt.Fprintln(os.Stderr, "tpcc: writing results:", err)
 		} else if !o.noCharts {
 			abs, _ := filepath.Abs(o.out)
@@ -272,13 +248,10 @@ func run(o options) error {
 		}
 		fmt.Printf("\nresults in %s\n", o.out)
 	}
-	close(finished)
-	if interrupted {
-		select {} // the interrupt handler stops the server and exits 130
-	}
+	r.End()
 	for _, r := range rn.results {
 		if r.Err != "" {
-			errs = append(errs, fmt.Errorf("%s iteration %d: %s", r.Engine, r.Iteration, firstLine(r.Err)))
+			errs = append(errs, fmt.Errorf("%s iteration %d: %s", r.Engine, r.Iteration, report.FirstLine(r.Err)))
 		}
 	}
 	return errors.Join(errs...)
@@ -470,11 +443,4 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-time.After(d):
 		return true
 	}
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }

@@ -10,14 +10,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"tidesql/bench/internal/report"
 	"tidesql/bench/internal/server"
 )
-
-var label = map[string]string{"TidesDB": "TidesDB", "InnoDB": "InnoDB", "RocksDB": "MyRocks"}
 
 var txnLabel = map[string]string{"NEW_ORDER": "New-Order", "PAYMENT": "Payment", "ORDER_STATUS": "Order-Status",
 	"DELIVERY": "Delivery", "STOCK_LEVEL": "Stock-Level"}
@@ -36,7 +35,7 @@ func runRows(o options, rs []Result) [][]string {
 		}
 		out = append(out, []string{r.Engine, strconv.Itoa(r.Iteration), strconv.Itoa(o.warehouses), strconv.Itoa(o.buildVU),
 			strconv.Itoa(o.runVU), f2(r.BuildSecs), f2(r.Out.TPMC), f2(r.Out.TPMTotal), strconv.FormatInt(r.Out.Count(), 10),
-			strconv.FormatInt(r.Out.Errors(), 10), check, strconv.FormatInt(r.DataBytes, 10), firstLine(r.Err)})
+			strconv.FormatInt(r.Out.Errors(), 10), check, strconv.FormatInt(r.DataBytes, 10), report.FirstLine(r.Err)})
 	}
 	return out
 }
@@ -182,14 +181,14 @@ func Markdown(o options, stamp string, rs []Result, notes []string) string {
 	}
 	t := report.Table{Header: []string{"metric"}}
 	for _, e := range o.engines {
-		t.Header = append(t.Header, label[e])
+		t.Header = append(t.Header, report.EngineLabel(e))
 	}
 	var peers []string
-	if contains(o.engines, "TidesDB") {
+	if slices.Contains(o.engines, "TidesDB") {
 		for _, e := range o.engines {
 			if e != "TidesDB" {
 				peers = append(peers, e)
-				t.Header = append(t.Header, "advantage vs "+label[e])
+				t.Header = append(t.Header, "advantage vs "+report.EngineLabel(e))
 			}
 		}
 	}
@@ -213,20 +212,11 @@ func Markdown(o options, stamp string, rs []Result, notes []string) string {
 	var fails []string
 	for _, r := range rs {
 		if r.Err != "" {
-			fails = append(fails, fmt.Sprintf("- %s iteration %d: %s", label[r.Engine], r.Iteration, firstLine(r.Err)))
+			fails = append(fails, fmt.Sprintf("- %s iteration %d: %s", report.EngineLabel(r.Engine), r.Iteration, report.FirstLine(r.Err)))
 		}
 	}
 	if len(fails) > 0 {
 		b.WriteString("\n## Failed runs\n\n" + strings.Join(fails, "\n") + "\n")
 	}
 	return b.String()
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -122,3 +122,55 @@ func Plot(root, script string, args ...string) error {
 	}
 	return nil
 }
+
+// EngineLabel is how results name an engine: RocksDB is MyRocks.
+func EngineLabel(e string) string {
+	if e == "RocksDB" {
+		return "MyRocks"
+	}
+	return e
+}
+
+// FirstLine of s (a long error's headline, for tables).
+func FirstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// Tail is the last n lines of s.
+func Tail(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}
+
+// ReadCSV reads a CSV file with a header row into one map per row.
+func ReadCSV(path string) ([]map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	all, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(all) == 0 {
+		return nil, fmt.Errorf("%s: no header", path)
+	}
+	var out []map[string]string
+	for _, r := range all[1:] {
+		m := map[string]string{}
+		for i, h := range all[0] {
+			if i < len(r) {
+				m[h] = r[i]
+			}
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}

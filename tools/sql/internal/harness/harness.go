@@ -1,0 +1,103 @@
+// Package harness is what the SQL benchmark commands share around their
+// measurements: the start of a run (server environment, engine plugins,
+// output directory, the configuration printed and kept), interrupts that
+// stop every server after the results measured so far are written, and
+// running an external driver (sysbench, go-tpc) with a deadline and a log.
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"tidesql/bench/internal/report"
+	"tidesql/bench/internal/server"
+)
+
+// Run is one harness run.
+type Run struct {
+	Env      server.Env
+	Out      string // output directory
+	Stamp    string // report.Stamp of the start
+	Ctx      context.Context
+	cancel   context.CancelFunc
+	finished chan struct{}
+}
+
+// Begin finds the server environment, checks the plugins of engines, makes
+// out (default results/<name>-<stamp>), prints lines and keeps them in
+// out/preset.txt, and arranges that an interrupt cancels Ctx, waits (up to
+// a minute) for End, then stops every server and exits 130.
+func Begin(name string, engines []string, out string, lines []string) (*Run, error) {
+	env, err := server.FindEnv()
+	if err != nil {
+		return nil, err
+	}
+	var plugins []string
+	for _, e := range engines {
+		if e != "InnoDB" {
+			plugins = append(plugins, e)
+		}
+	}
+	if err := env.CheckEngines(plugins); err != nil {
+		return nil, err
+	}
+	r := &Run{Env: env, Stamp: report.Stamp(time.Now()), Out: out, finished: make(chan struct{})}
+	if r.Out == "" {
+		r.Out = filepath.Join("results", name+"-"+r.Stamp)
+	}
+	if err := os.MkdirAll(r.Out, 0o755); err != nil {
+		return nil, err
+	}
+	for _, l := range lines {
+		fmt.Println(l)
+	}
+	_ = os.WriteFile(filepath.Join(r.Out, "preset.txt"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	r.Ctx, r.cancel = context.WithCancel(context.Background())
+	server.HandleInterrupts(func() {
+		r.cancel()
+		select { // let the run write what it measured
+		case <-r.finished:
+		case <-time.After(time.Minute):
+		}
+	})
+	return r, nil
+}
+
+// Interrupted reports whether the run was interrupted.
+func (r *Run) Interrupted() bool { return r.Ctx.Err() != nil }
+
+// End is called once the results are written; after an interrupt it
+// blocks while the interrupt handler stops the servers and exits.
+func (r *Run) End() {
+	close(r.finished)
+	if r.Interrupted() {
+		select {}
+	}
+	r.cancel()
+}
+
+// Exec runs path with args under a deadline; log, when not "", keeps the
+// command line and its output. The error quotes the output's last lines.
+func Exec(ctx context.Context, timeout time.Duration, log, path string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.WaitDelay = 10 * time.Second
+	b, err := cmd.CombinedOutput()
+	out := string(b)
+	if log != "" {
+		_ = os.WriteFile(log, []byte("# "+path+" "+strings.Join(args, " ")+"\n"+out), 0o644)
+	}
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			err = fmt.Errorf("timed out after %s", timeout)
+		}
+		return out, fmt.Errorf("%s: %v; its last lines:\n%s", filepath.Base(path), err, report.Tail(out, 8))
+	}
+	return out, nil
+}
