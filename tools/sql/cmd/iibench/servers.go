@@ -11,7 +11,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os/exec"
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
@@ -102,21 +101,12 @@ func (m *serverMgr) DiskBytes(engine, schema string) int64 {
 // Alive reports whether the server still runs (a crashed engine ends the run).
 func (m *serverMgr) Alive() bool { return m.cur != nil && m.cur.Alive() }
 
-// DeathNote says why the server is gone when the kernel log knows: a
-// memory-cgroup OOM kill leaves nothing in the server's own error log.
+// DeathNote says why the server is gone (server.DeathNote).
 func (m *serverMgr) DeathNote() string {
 	if m.cur == nil {
 		return "no server"
 	}
-	out, err := exec.Command("dmesg").Output()
-	if err != nil {
-		return "cause unknown (kernel log not readable: " + err.Error() + ")"
-	}
-	if strings.Contains(string(out), fmt.Sprintf("Killed process %d (mariadbd)", m.cur.Pid())) {
-		return fmt.Sprintf("killed by the kernel's OOM killer at its memory limit (%s): raise --mem-limit or lower --cache",
-			server.FormatBytes(m.preset.MemLimit))
-	}
-	return "not an OOM kill (see its error log)"
+	return m.cur.DeathNote()
 }
 
 // LogTail is the end of the running server's error log.

@@ -230,7 +230,7 @@ func run(o options) error {
 		}
 		if err := rn.engine(ctx, e); err != nil && ctx.Err() == nil {
 			fmt.Fprintln(os.Stderr, "tpcc:", err)
-			rn.note(e + ": " + report.FirstLine(err.Error()))
+			rn.note(report.FirstLine(err.Error()))
 			errs = append(errs, err)
 		}
 	}

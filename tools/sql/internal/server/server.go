@@ -501,5 +501,19 @@ func (s *Server) Why(err error) error {
 	if err == nil || s.Alive() {
 		return err
 	}
-	return fmt.Errorf("%w\nthe server died; the end of its error log:\n%s", err, s.LogTail(12))
+	return fmt.Errorf("%w\nthe server died (%s); the end of its error log:\n%s", err, s.DeathNote(), s.LogTail(12))
+}
+
+// DeathNote says why a dead server is gone when the kernel log knows: a
+// memory-cgroup OOM kill leaves nothing in the server's own error log.
+func (s *Server) DeathNote() string {
+	out, err := exec.Command("dmesg").Output()
+	if err != nil {
+		return "cause unknown: kernel log not readable: " + err.Error()
+	}
+	if strings.Contains(string(out), fmt.Sprintf("Killed process %d (mariadbd)", s.Pid())) {
+		return fmt.Sprintf("killed by the kernel's OOM killer at its memory limit of %s: raise the limit or lower the caches",
+			FormatBytes(s.opt.Preset.MemLimit))
+	}
+	return "not an OOM kill: see its error log"
 }
