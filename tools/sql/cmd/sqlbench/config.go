@@ -53,14 +53,6 @@ var sizePresets = map[string]map[string]string{
 		"TIDESDB_BLOCK_CACHE": "2G", "INNODB_BUFFER_POOL": "2G", "ROCKSDB_BLOCK_CACHE": "2G"},
 }
 
-// envKeys are every variable sqlbench reads; anything else that looks
-// like one of ours is reported (a typo would otherwise be ignored).
-var envKeys = []string{"PRESET", "TABLE_SIZES", "TABLES", "THREAD_COUNTS", "TIME", "WARMUP", "ENGINES", "WORKLOADS",
-	"ITERATIONS", "TIDESDB_SYNC_MODE", "TIDESDB_COMPRESSION", "INNODB_COMPRESSION", "ROCKSDB_COMPRESSION",
-	"TIDESDB_BLOCK_CACHE", "INNODB_BUFFER_POOL", "ROCKSDB_BLOCK_CACHE", "INNODB_FLUSH", "ROCKSDB_FLUSH",
-	"DURABILITY", "MEMORY", "MEM_LIMIT", "CNF", "OUT", "SERVER_DIR", "PORT", "SYSBENCH", "REPORT_INTERVAL",
-	"NO_CHARTS", "STOP_ON_ERROR"}
-
 // LoadConfig builds the configuration from getenv (os.Getenv in main).
 func LoadConfig(getenv func(string) string) (Config, error) {
 	c := Config{SizePreset: "quick", Port: 3430, Sysbench: "sysbench", Interval: 1}

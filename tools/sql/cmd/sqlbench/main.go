@@ -74,7 +74,6 @@ a fresh server per engine and table size. Variables (defaults from PRESET):
   TIDESDB_COMPRESSION INNODB_COMPRESSION ROCKSDB_COMPRESSION (NONE|LZ4|ZSTD|SNAPPY)
   TIDESDB_BLOCK_CACHE INNODB_BUFFER_POOL ROCKSDB_BLOCK_CACHE (256M, 2G, bytes)
   CNF (my.cnf included last) OUT SERVER_DIR PORT SYSBENCH REPORT_INTERVAL NO_CHARTS STOP_ON_ERROR`)
-	_ = envKeys
 }
 
 func run(cfg Config) error {
@@ -97,7 +96,7 @@ func run(cfg Config) error {
 	sw := &sweep{cfg: cfg, env: r.Env, raw: raw, tr: progress.New(time.Duration(cfg.Planned()) * time.Second)}
 	runErr := sw.all(r.Ctx)
 	if r.Interrupted() {
-		sw.notes = append(sw.notes, "interrupted: the results hold what was measured until then")
+		sw.Note("interrupted: the results hold what was measured until then")
 	}
 	if len(sw.rows) > 0 {
 		if err := writeResults(cfg, r.Stamp, sw); err != nil {
@@ -122,15 +121,12 @@ func run(cfg Config) error {
 
 // sweep is the state of a run.
 type sweep struct {
-	cfg      Config
-	env      server.Env
-	raw      string
-	tr       *progress.Tracker
-	rows     []Row
-	settings []server.Setting
-	notes    []string
-	memNotes map[string]string
-	peaks    map[string]int64
+	cfg  Config
+	env  server.Env
+	raw  string
+	tr   *progress.Tracker
+	rows []Row
+	harness.Servers
 }
 
 func (sw *sweep) failed() int {
@@ -143,20 +139,10 @@ func (sw *sweep) failed() int {
 	return n
 }
 
-func (sw *sweep) note(s string) {
-	for _, x := range sw.notes {
-		if x == s {
-			return
-		}
-	}
-	sw.notes = append(sw.notes, s)
-}
-
 // all runs every table size and engine. An engine whose server fails to
 // start, prepare or survive its runs is an error, reported at the end:
 // the other engines still run, so what was measured is kept.
 func (sw *sweep) all(ctx context.Context) error {
-	sw.memNotes, sw.peaks = map[string]string{}, map[string]int64{}
 	var errs []error
 	for _, size := range sw.cfg.TableSizes {
 		for _, e := range sw.cfg.Engines {
@@ -168,7 +154,7 @@ func (sw *sweep) all(ctx context.Context) error {
 					return nil
 				}
 				fmt.Fprintln(os.Stderr, "sqlbench:", err)
-				sw.note(fmt.Sprintf("%s at %d rows per table: %s", e, size, report.FirstLine(err.Error())))
+				sw.Note(fmt.Sprintf("%s at %d rows per table: %s", e, size, report.FirstLine(err.Error())))
 				errs = append(errs, err)
 				if sw.cfg.StopOnError {
 					break
@@ -187,19 +173,8 @@ func (sw *sweep) engine(ctx context.Context, engine string, size int) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if p := s.PeakMemory(); p > sw.peaks[engine] {
-			sw.peaks[engine] = p
-		}
-		if err := s.Stop(); err != nil {
-			sw.note("stopping the " + engine + " server: " + err.Error())
-		}
-	}()
-	sw.memNotes[engine] = s.MemoryNote
-	sw.settings = append(sw.settings, s.Settings...)
-	for _, n := range s.Notes {
-		sw.note(n)
-	}
+	defer sw.Stop(s)
+	sw.Started(s)
 	b := Bench{Path: cfg.Sysbench, Socket: s.Socket, DB: schema, Engine: engine, Tables: cfg.Tables, Size: size}
 	sw.tr.Step(fmt.Sprintf("%s: preparing %d tables of %d rows", engine, cfg.Tables, size))
 	t0 := time.Now()

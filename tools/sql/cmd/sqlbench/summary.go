@@ -59,21 +59,12 @@ func writeResults(cfg Config, stamp string, sw *sweep) error {
 	if err := report.WriteCSV(filepath.Join(cfg.Out, "detail_"+stamp+".csv"), detailHeader, detailRows(sw.rows)); err != nil {
 		return err
 	}
-	if len(sw.settings) > 0 {
-		if err := server.WriteSettings(filepath.Join(cfg.Out, "settings_"+stamp+".csv"), sw.settings); err != nil {
+	if len(sw.Settings) > 0 {
+		if err := server.WriteSettings(filepath.Join(cfg.Out, "settings_"+stamp+".csv"), sw.Settings); err != nil {
 			return err
 		}
 	}
-	notes := append([]string{}, sw.notes...)
-	for _, e := range cfg.Engines {
-		if n, ok := sw.memNotes[e]; ok {
-			line := e + " server: " + n
-			if p := sw.peaks[e]; p > 0 {
-				line += ", peak " + server.FormatBytes(p)
-			}
-			notes = append(notes, line)
-		}
-	}
+	notes := append(append([]string{}, sw.Notes...), sw.MemoryLines(cfg.Engines)...)
 	f, err := os.Create(filepath.Join(cfg.Out, "summary.md"))
 	if err != nil {
 		return err

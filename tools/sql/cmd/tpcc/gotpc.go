@@ -153,7 +153,6 @@ func atof(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
 // GoTPC runs go-tpc against one server.
 type GoTPC struct {
 	Path       string
-	Socket     string // unix socket
 	Port       int
 	DB         string
 	Warehouses int

@@ -221,8 +221,7 @@ func run(o options) error {
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		return err
 	}
-	rn := &runner{o: o, env: env, logs: logs, tr: progress.New(o.planned()), peaks: map[string]int64{},
-		memNotes: map[string]string{}}
+	rn := &runner{o: o, env: env, logs: logs, tr: progress.New(o.planned())}
 	var errs []error
 	for _, e := range o.engines {
 		if ctx.Err() != nil {
@@ -230,12 +229,12 @@ func run(o options) error {
 		}
 		if err := rn.engine(ctx, e); err != nil && ctx.Err() == nil {
 			fmt.Fprintln(os.Stderr, "tpcc:", err)
-			rn.note(report.FirstLine(err.Error()))
+			rn.Note(report.FirstLine(err.Error()))
 			errs = append(errs, err)
 		}
 	}
 	if r.Interrupted() {
-		rn.note("interrupted: the results hold what was measured until then")
+		rn.Note("interrupted: the results hold what was measured until then")
 	}
 	if len(rn.results) > 0 {
 		if err := writeResults(o, r.Stamp, rn); err != nil {
@@ -269,24 +268,12 @@ type Result struct {
 }
 
 type runner struct {
-	o        options
-	env      server.Env
-	logs     string
-	tr       *progress.Tracker
-	results  []Result
-	settings []server.Setting
-	notes    []string
-	memNotes map[string]string
-	peaks    map[string]int64
-}
-
-func (rn *runner) note(s string) {
-	for _, x := range rn.notes {
-		if x == s {
-			return
-		}
-	}
-	rn.notes = append(rn.notes, s)
+	o       options
+	env     server.Env
+	logs    string
+	tr      *progress.Tracker
+	results []Result
+	harness.Servers
 }
 
 func (rn *runner) engine(ctx context.Context, engine string) error {
@@ -297,19 +284,8 @@ func (rn *runner) engine(ctx context.Context, engine string) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if p := s.PeakMemory(); p > rn.peaks[engine] {
-			rn.peaks[engine] = p
-		}
-		if err := s.Stop(); err != nil {
-			rn.note("stopping the " + engine + " server: " + err.Error())
-		}
-	}()
-	rn.memNotes[engine] = s.MemoryNote
-	rn.settings = append(rn.settings, s.Settings...)
-	for _, n := range s.Notes {
-		rn.note(n)
-	}
+	defer rn.Stop(s)
+	rn.Started(s)
 	g := GoTPC{Path: o.gotpc, Port: o.port, DB: dbName, Warehouses: o.warehouses, Engine: engine, Isolation: 2}
 	if o.preset.Isolation == "REPEATABLE-READ" {
 		g.Isolation = 4

@@ -85,22 +85,14 @@ func writeResults(o options, stamp string, rn *runner) error {
 			return err
 		}
 	}
-	if len(rn.settings) > 0 {
-		if err := server.WriteSettings(filepath.Join(o.out, "settings.csv"), rn.settings); err != nil {
+	if len(rn.Settings) > 0 {
+		if err := server.WriteSettings(filepath.Join(o.out, "settings.csv"), rn.Settings); err != nil {
 			return err
 		}
 	}
-	notes := append([]string{}, rn.notes...)
+	notes := append([]string{}, rn.Notes...)
 	notes = append(notes, "before the first check, history gets an index on (h_c_w_id, h_c_d_id, h_c_id) on every engine: go-tpc's check 3.3.2.10 scans it per customer")
-	for _, e := range o.engines {
-		if n, ok := rn.memNotes[e]; ok {
-			line := e + " server: " + n
-			if p := rn.peaks[e]; p > 0 {
-				line += ", peak " + server.FormatBytes(p)
-			}
-			notes = append(notes, line)
-		}
-	}
+	notes = append(notes, rn.MemoryLines(o.engines)...)
 	md := Markdown(o, stamp, rn.results, notes)
 	fmt.Print("\n" + md)
 	return os.WriteFile(filepath.Join(o.out, "summary.md"), []byte(md), 0o644)

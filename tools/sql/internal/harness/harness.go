@@ -101,3 +101,61 @@ func Exec(ctx context.Context, timeout time.Duration, log, path string, args ...
 	}
 	return out, nil
 }
+
+// Servers keeps what a run's servers leave for its results: the settings
+// that differ from the server's defaults, each engine's memory note and
+// peak, and notes (each once).
+type Servers struct {
+	Settings []server.Setting
+	Notes    []string
+	memNotes map[string]string
+	peaks    map[string]int64
+}
+
+// Note adds a note unless it is already there.
+func (sv *Servers) Note(s string) {
+	for _, x := range sv.Notes {
+		if x == s {
+			return
+		}
+	}
+	sv.Notes = append(sv.Notes, s)
+}
+
+// Started records a server that started.
+func (sv *Servers) Started(r *server.Run) {
+	if sv.memNotes == nil {
+		sv.memNotes, sv.peaks = map[string]string{}, map[string]int64{}
+	}
+	sv.memNotes[r.Engine] = r.MemoryNote
+	sv.Settings = append(sv.Settings, r.Settings...)
+	for _, n := range r.Notes {
+		sv.Note(n)
+	}
+}
+
+// Stop stops a server, keeping its peak memory.
+func (sv *Servers) Stop(r *server.Run) {
+	if p := r.PeakMemory(); p > sv.peaks[r.Engine] {
+		sv.peaks[r.Engine] = p
+	}
+	if err := r.Stop(); err != nil {
+		sv.Note("stopping the " + r.Engine + " server: " + err.Error())
+	}
+}
+
+// MemoryLines are "<engine> server: <how memory was limited>, peak <bytes>",
+// in the order of engines.
+func (sv *Servers) MemoryLines(engines []string) []string {
+	var l []string
+	for _, e := range engines {
+		if n, ok := sv.memNotes[e]; ok {
+			line := e + " server: " + n
+			if p := sv.peaks[e]; p > 0 {
+				line += ", peak " + server.FormatBytes(p)
+			}
+			l = append(l, line)
+		}
+	}
+	return l
+}
