@@ -137,7 +137,7 @@ typedef struct tdb_config {
     int      compaction_threads;       /* 2 */
     int      log_level;                /* tdb_log_level_t: TDB_LOG_INFO;
                                           messages go to <dir>/LOG */
-    size_t   max_memory_usage;         /* bytes; 0 = half of physical RAM */
+    size_t   max_memory_usage;         /* bytes; 0 = half of what the process may use: physical RAM or its cgroup memory limit */
     int      unified_memtable;         /* 0: each family flushes at its own
                                           write_buffer_size and syncs per its
                                           sync_mode. 1: all families share one

@@ -62,8 +62,9 @@ static MYSQL_SYSVAR_ENUM(log_level, v_log_level, PLUGIN_VAR_RQCMDARG | PLUGIN_VA
                          "#tidesdb/LOG in the data directory",
                          NULL, NULL, 1, &log_level_typelib);
 static MYSQL_SYSVAR_ULONGLONG(max_memory_usage, v_max_memory_usage, PLUGIN_VAR_RQCMDARG | PLUGIN_VAR_READONLY,
-                              "Memory bound of the library in bytes (0 = half of physical RAM)", NULL,
-                              NULL, 0, 0, ULLONG_MAX, 0);
+                              "Memory bound of the library in bytes (0 = half of the physical RAM, or of "
+                              "the server's cgroup memory limit where that is lower)",
+                              NULL, NULL, 0, 0, ULLONG_MAX, 0);
 
 /* ---- defaults for new tables (dynamic) ---- */
 

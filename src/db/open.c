@@ -20,6 +20,7 @@
 #include "db/direct.h"
 #include "sst/sst.h"
 #include "util/mutex.h"
+#include "util/sysmem.h"
 #include <unistd.h>
 
 /* Parse a data file name "<digits>.<ext>" into its number; 1 on success. */
@@ -346,9 +347,9 @@ int tdb_open_env(const char *path, const tdb_config_t *cfg, env_t *env, tdb_t **
     table_cache_set_map_reads(db->table_cache, c.mmap_reads);
     if (c.max_memory_usage) {
         db->mem_budget = c.max_memory_usage;
-    } else {
-        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-        db->mem_budget = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz / 2 : (size_t)1 << 30;
+    } else { /* half of what the process may use: RAM or its cgroup's limit */
+        uint64_t avail = sysmem_limit();
+        db->mem_budget = avail ? (size_t)(avail / 2) : (size_t)1 << 30;
     }
     /* The block cache may take at most half of the budget; memtables get
      * what the cache leaves (at least a quarter). */
