@@ -129,6 +129,7 @@ int Trx::begin() {
   m_tables.clear();
   m_stmt_tables.clear();
   m_sp_tables.clear();
+  m_sp_ids.clear();
   m_stmt_sp = false;
   return 0;
 }
@@ -184,6 +185,7 @@ void Trx::finish() {
   m_tables.clear();
   m_stmt_tables.clear();
   m_sp_tables.clear();
+  m_sp_ids.clear();
 }
 
 /* Row counts as they are once the commit landed; persisted lazily. */
@@ -274,21 +276,34 @@ int Trx::bulk_commit() {
 
 /* ---- savepoints ---- */
 
-int Trx::savepoint_set(uint64_t *id) {
+uint64_t Trx::sp_id(const void *sv) const {
+  auto it = m_sp_ids.find(sv);
+  return it == m_sp_ids.end() ? 0 : it->second;
+}
+
+void Trx::sp_forget_from(uint64_t from) {
+  for (auto it = m_sp_ids.begin(); it != m_sp_ids.end();)
+    it = it->second >= from ? m_sp_ids.erase(it) : std::next(it);
+}
+
+int Trx::savepoint_set(const void *sv) {
   int err = begin();
   if (err) return err;
-  *id = m_next_sp++;
+  uint64_t id = m_next_sp++;
   char name[32];
-  sp_name(*id, name, sizeof name);
+  sp_name(id, name, sizeof name);
   int rc = tdb_txn_savepoint(m_txn, name);
   if (rc != TDB_OK) return map_err(rc);
   fold_stmt();
-  m_sp_tables[*id] = m_tables;
+  m_sp_tables[id] = m_tables;
+  m_sp_ids[sv] = id; /* SAVEPOINT x again: the same area, the new id */
   return 0;
 }
 
-int Trx::savepoint_rollback(uint64_t id) {
+int Trx::savepoint_rollback(const void *sv) {
   if (!m_active) return 0;
+  uint64_t id = sp_id(sv);
+  if (!id) return HA_ERR_NO_SAVEPOINT;
   detach_iters();
   char name[32];
   sp_name(id, name, sizeof name);
@@ -301,16 +316,20 @@ int Trx::savepoint_rollback(uint64_t id) {
   }
   m_stmt_tables.clear();
   m_stmt_sp = false; /* later savepoints (the statement's) are gone */
+  sp_forget_from(id + 1);
   return 0;
 }
 
-int Trx::savepoint_release(uint64_t id) {
+int Trx::savepoint_release(const void *sv) {
   if (!m_active) return 0;
+  uint64_t id = sp_id(sv);
+  if (!id) return 0; /* nothing of ours to release */
   char name[32];
   sp_name(id, name, sizeof name);
   int rc = tdb_txn_release_savepoint(m_txn, name);
   if (rc != TDB_OK && rc != TDB_ERR_NOT_FOUND) return map_err(rc);
   m_sp_tables.erase(m_sp_tables.lower_bound(id), m_sp_tables.end());
+  sp_forget_from(id);
   m_stmt_sp = false;
   return 0;
 }
@@ -479,24 +498,12 @@ int trx_hton_close_connection(handlerton *, THD *thd) {
   return 0;
 }
 
-int trx_hton_savepoint_set(handlerton *, THD *thd, void *sv) {
-  uint64_t id = 0;
-  int err = trx_get(thd)->savepoint_set(&id);
-  memcpy(sv, &id, sizeof id);
-  return err;
-}
+/* sv is only a key (see Trx's savepoint invariant): never read or written. */
+int trx_hton_savepoint_set(handlerton *, THD *thd, void *sv) { return trx_get(thd)->savepoint_set(sv); }
 
-int trx_hton_savepoint_rollback(handlerton *, THD *thd, void *sv) {
-  uint64_t id;
-  memcpy(&id, sv, sizeof id);
-  return trx_get(thd)->savepoint_rollback(id);
-}
+int trx_hton_savepoint_rollback(handlerton *, THD *thd, void *sv) { return trx_get(thd)->savepoint_rollback(sv); }
 
-int trx_hton_savepoint_release(handlerton *, THD *thd, void *sv) {
-  uint64_t id;
-  memcpy(&id, sv, sizeof id);
-  return trx_get(thd)->savepoint_release(id);
-}
+int trx_hton_savepoint_release(handlerton *, THD *thd, void *sv) { return trx_get(thd)->savepoint_release(sv); }
 
 /* START TRANSACTION WITH CONSISTENT SNAPSHOT: begin now, so the snapshot
  * (REPEATABLE READ / SERIALIZABLE) is taken at this point. */

@@ -16,7 +16,13 @@
  *  - the statement: in a multi-statement transaction every statement starts
  *    with the internal savepoint STMT_SP; statement rollback rolls back to
  *    it (undoing the statement's writes and releasing its locks);
- *  - SAVEPOINT / ROLLBACK TO / RELEASE: library savepoints named "s<n>";
+ *  - SAVEPOINT / ROLLBACK TO / RELEASE: library savepoints named "s<n>",
+ *    found by the address of the server's savepoint area, never stored in
+ *    it: for an engine installed at runtime (INSTALL SONAME) MariaDB 10.11
+ *    places that area sizeof(SAVEPOINT) bytes past the end of the savepoint's
+ *    allocation (handler.cc adds the header size to savepoint_alloc_size
+ *    once, at startup), where the next SAVEPOINT overwrote the number we had
+ *    written and ROLLBACK TO failed;
  *  - START TRANSACTION WITH CONSISTENT SNAPSHOT begins at once, otherwise
  *    the library transaction begins at the first statement using a
  *    TidesDB table (so its snapshot is taken then).
@@ -75,9 +81,10 @@ class Trx {
   void rollback();
 
   /* Savepoints (SAVEPOINT, ROLLBACK TO, RELEASE). */
-  int savepoint_set(uint64_t *id);
-  int savepoint_rollback(uint64_t id);
-  int savepoint_release(uint64_t id);
+  /* sv: the server's savepoint area, used only as a key. */
+  int savepoint_set(const void *sv);
+  int savepoint_rollback(const void *sv);
+  int savepoint_release(const void *sv);
 
   /* Buffered writes: 0 or a handler error (HA_ERR_LOCK_*, ...). */
   int put(tdb_cf_t *cf, const std::string &key, const uchar *val, size_t vlen);
@@ -136,6 +143,11 @@ class Trx {
   std::vector<TxnIter *> m_iters;
   TouchedMap m_tables, m_stmt_tables;
   std::map<uint64_t, TouchedMap> m_sp_tables;
+  std::map<const void *, uint64_t> m_sp_ids; /* savepoint area -> id */
+  /* The id of a savepoint area, 0 when unknown. */
+  uint64_t sp_id(const void *sv) const;
+  /* Forget the areas of savepoints numbered from `from` on. */
+  void sp_forget_from(uint64_t from);
 };
 
 /* The THD's transaction object (created on first use). */
