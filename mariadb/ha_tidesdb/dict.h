@@ -68,6 +68,10 @@ struct TableDef {
   std::atomic<int64_t> rows{0};
   std::vector<std::vector<ulong>> rec_per_key; /* per key, per part */
   bool card_from_analyze = false;
+  int64_t card_rows = -1;      /* rows when rec_per_key was made (-1: loaded, not yet compared) */
+  ulonglong card_time = 0;     /* when (us) */
+  std::atomic<uint64_t> card_version{0}; /* bumped by every new rec_per_key */
+  std::atomic<bool> card_busy{false};    /* a handler is recomputing it */
   std::atomic<ulonglong> counters_saved{0}; /* when last persisted (us) */
   /* Size estimate cache (bytes of the data family and of all others). */
   ulonglong size_time = 0;

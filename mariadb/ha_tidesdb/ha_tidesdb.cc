@@ -1,5 +1,5 @@
-/* ha_tidesdb: capabilities, open/close, DDL entry points, statistics,
- * locking and AUTO_INCREMENT (see ha_tidesdb.h). */
+/* ha_tidesdb: capabilities, open/close, DDL entry points, locking and
+ * AUTO_INCREMENT (see ha_tidesdb.h; statistics in ha_tidesdb_stats.cc). */
 #include "ha_tidesdb.h"
 
 #include "row_format.h"
@@ -241,108 +241,6 @@ void ha_tidesdb::update_create_info(HA_CREATE_INFO *create_info) {
     info(HA_STATUS_AUTO);
     create_info->auto_increment_value = stats.auto_increment_value;
   }
-}
-
-/* ---- statistics ---- */
-
-/* Bytes of the data family and of the index families (cached 2 s). */
-void ha_tidesdb::refresh_sizes() {
-  TableDef *def = m_def.get();
-  ulonglong now = microsecond_interval_timer();
-  if (def->size_time && now - def->size_time < 2000000) return;
-  uint64_t data = 0, index = 0;
-  tdb_cf_t *dcf = data_cf();
-  for (tdb_cf_t *cf : def->cfs) {
-    tdb_stats_t st;
-    if (tdb_get_stats(g_db, cf, &st) != TDB_OK) continue;
-    uint64_t b = st.memtable_bytes;
-    for (int l = 1; l < TDB_MAX_LEVELS; l++) b += st.levels[l].bytes;
-    (cf == dcf ? data : index) += b;
-  }
-  def->data_bytes = data;
-  def->index_bytes = index;
-  def->size_time = now;
-}
-
-/* Estimate rec_per_key of every index from up to max_entries entries. */
-void ha_tidesdb::compute_cardinality(size_t max_entries) {
-  TABLE_SHARE *s = table->s;
-  std::vector<std::vector<ulong>> rpk(s->keys);
-  for (uint k = 0; k < s->keys; k++) {
-    const IndexCodec &c = m_codecs[k];
-    uint n = c.parts();
-    std::vector<ulonglong> distinct(n, 0);
-    ulonglong total = 0;
-    tdb_iter_t *it;
-    if (tdb_iter_create(g_db, index_cf(k), NULL, &it) == TDB_OK) {
-      std::string prev;
-      for (tdb_iter_seek_to_first(it); tdb_iter_valid(it) && total < max_entries; tdb_iter_next(it)) {
-        size_t kl;
-        const char *key = (const char *)tdb_iter_key(it, &kl);
-        for (uint j = 0; j < n; j++) {
-          size_t pl = c.prefix_len(j + 1);
-          if (total == 0 || kl < pl || prev.size() < pl || memcmp(prev.data(), key, pl) != 0) {
-            /* parts j.. all differ from the previous key */
-            for (uint m = j; m < n; m++) distinct[m]++;
-            break;
-          }
-        }
-        prev.assign(key, kl);
-        total++;
-      }
-      tdb_iter_destroy(it);
-    }
-    rpk[k].resize(n);
-    for (uint j = 0; j < n; j++)
-      rpk[k][j] = distinct[j] ? (ulong)((total + distinct[j] - 1) / distinct[j]) : 1;
-    if ((table->key_info[k].flags & HA_NOSAME) && n) rpk[k][n - 1] = 1;
-  }
-  std::lock_guard<std::mutex> g(m_def->mu);
-  m_def->rec_per_key = rpk;
-}
-
-int ha_tidesdb::info(uint flag) {
-  if (!m_def) return 0;
-  TableDef *def = m_def.get();
-  if (flag & HA_STATUS_VARIABLE) {
-    refresh_sizes();
-    int64_t rows = def->rows.load();
-    stats.records = rows > 0 ? (ha_rows)rows : 0;
-    stats.deleted = 0;
-    stats.data_file_length = def->data_bytes;
-    stats.index_file_length = def->index_bytes;
-    stats.block_size = 16384;
-    stats.mean_rec_length = stats.records ? (ulong)(stats.data_file_length / stats.records) : 0;
-  }
-  if (flag & HA_STATUS_CONST) {
-    bool need;
-    {
-      std::lock_guard<std::mutex> g(def->mu);
-      need = def->rec_per_key.size() != table->s->keys;
-    }
-    if (need) compute_cardinality(10000);
-    std::lock_guard<std::mutex> g(def->mu);
-    for (uint k = 0; k < table->s->keys && k < def->rec_per_key.size(); k++) {
-      KEY *key = &table->key_info[k];
-      for (uint j = 0; j < key->user_defined_key_parts && j < def->rec_per_key[k].size(); j++)
-        key->rec_per_key[j] = def->rec_per_key[k][j];
-    }
-    stats.max_data_file_length = ~(ulonglong)0;
-  }
-  if (flag & HA_STATUS_AUTO) {
-    uint64_t v = def->autoinc_next.load();
-    stats.auto_increment_value = v ? v : 1;
-  }
-  if (flag & HA_STATUS_ERRKEY) errkey = m_dup_key;
-  return 0;
-}
-
-int ha_tidesdb::analyze(THD *thd, HA_CHECK_OPT *check_opt) {
-  compute_cardinality(1000000);
-  m_def->card_from_analyze = true;
-  int err = dict_save_cardinality(m_def.get());
-  info(HA_STATUS_CONST);
-  return err ? HA_ADMIN_FAILED : HA_ADMIN_OK;
 }
 
 int ha_tidesdb::optimize(THD *thd, HA_CHECK_OPT *check_opt) {

@@ -117,7 +117,9 @@ class ha_tidesdb : public handler {
   int bind_def(const TableDefPtr &def);
   int refresh_def();
   void load_counters();
-  void compute_cardinality(size_t max_entries);
+  /* ha_tidesdb_stats.cc */
+  void compute_cardinality(bool thorough);
+  bool refresh_cardinality();
   void refresh_sizes();
   TdbShare *get_share();
   Trx *trx();
@@ -171,6 +173,7 @@ class ha_tidesdb : public handler {
   std::string m_row_buf;
   std::string m_key_buf, m_key_buf2, m_val_buf, m_val_buf2, m_pk_buf;
   uchar *m_scratch = NULL; /* a record buffer for search keys */
+  uint64_t m_card_version = ~0ULL; /* TableDef::card_version copied into key_info */
 
   bool m_ignore_dup = false, m_can_replace = false, m_insert_update = false;
   uint m_dup_key = MAX_KEY;
