@@ -94,3 +94,28 @@ TEST(Error, DetailAndNames) {
     EXPECT_STREQ(tdb_strerror(TDB_ERR_LOCKED), "locked");
     EXPECT_EQ(tdb_errno_code(ENOSPC), TDB_ERR_NO_SPACE);
 }
+
+extern "C" {
+#include "util/pinned.h"
+}
+
+// util/pinned: small allocations are malloc's, large ones mappings of their
+// own; both hold their bytes and free without a size.
+TEST(Pinned, LargeAllocationsAreMappingsOfTheirOwn) {
+    const size_t sizes[] = {0, 1, 100, PINNED_MMAP_MIN - 1, PINNED_MMAP_MIN, 3 * PINNED_MMAP_MIN + 5};
+    for (size_t n : sizes) {
+        std::string src(n, '\0');
+        for (size_t i = 0; i < n; i++) src[i] = (char)(i * 31 + 7);
+        char *p = (char *)pinned_dup(src.data(), n);
+        ASSERT_NE(p, nullptr) << n;
+        EXPECT_EQ(0u, (uintptr_t)p % 16) << n;
+        EXPECT_EQ(0, memcmp(p, src.data(), n)) << n;
+#if !defined(__SANITIZE_ADDRESS__)
+        if (n >= PINNED_MMAP_MIN) {
+            EXPECT_EQ(0u, ((uintptr_t)p - 16) % 4096) << "not page-mapped: " << n;
+        }
+#endif
+        pinned_free(p);
+    }
+    pinned_free(nullptr);
+}

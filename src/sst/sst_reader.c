@@ -35,6 +35,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,7 @@
 #include "sst/sst.h"
 #include "util/coding.h"
 #include "util/error.h"
+#include "util/pinned.h"
 
 /* Decoded record payload: the block cache's value type. One allocation:
  * the payload follows the header (data == (char *)(block + 1)), so a
@@ -421,7 +423,9 @@ static int load_index(sst_reader_t *r, slice_t blk) {
     block_iter_t bi;
     buf_t keys = {0};
     size_t n = 0, cap = 0;
-    idx_entry_t *ents = NULL;
+    idx_entry_t *ents = NULL, *pents = NULL;
+    char *pkeys = NULL;
+    bool pinned = false; /* ents is pents */
     uint64_t prev_end = 0;
     block_iter_init(&bi, sst_key_cmp);
     if (block_iter_set(&bi, blk) != TDB_OK) {
@@ -464,30 +468,38 @@ static int load_index(sst_reader_t *r, slice_t blk) {
     if (n != r->ext.num_data_blocks)
         RAISE(TDB_ERR_CORRUPTION, "%s: index has %zu blocks, properties say %llu", r->path, n,
               (unsigned long long)r->ext.num_data_blocks);
-    for (size_t i = 0; i < n; i++) ents[i].key = keys.data + (size_t)(uintptr_t)ents[i].key;
+    /* Kept while the table is open: out of malloc's arenas (util/pinned.h). */
+    if (!(pkeys = (char *)pinned_dup(keys.data, keys.size)) || !(pents = (idx_entry_t *)pinned_dup(ents, n * sizeof *ents)))
+        RAISE(TDB_ERR_NOMEM, "%s: index of %zu entries", r->path, n);
+    free(ents);
+    ents = pents;
+    pinned = true;
+    for (size_t i = 0; i < n; i++) ents[i].key = pkeys + (size_t)(uintptr_t)ents[i].key;
     if (n > 0) {
         slice_t a = ikey_user(slice_make(ents[0].key, ents[0].key_len));
         slice_t b = ikey_user(slice_make(ents[n - 1].key, ents[n - 1].key_len));
         size_t m = a.size < b.size ? a.size : b.size, l = 0;
         while (l < m && a.data[l] == b.data[l]) l++;
         r->idx_lcp = l;
-        r->idx_pfx = (uint64_t *)malloc(n * sizeof *r->idx_pfx);
+        r->idx_pfx = (uint64_t *)pinned_alloc(n * sizeof *r->idx_pfx);
         if (!r->idx_pfx) RAISE(TDB_ERR_NOMEM, "%s: index prefixes", r->path);
         for (size_t i = 0; i < n; i++)
             r->idx_pfx[i] = key_prefix(ikey_user(slice_make(ents[i].key, ents[i].key_len)), l);
         r->ntop = (n + IDX_TOP_STRIDE - 1) / IDX_TOP_STRIDE;
-        r->idx_top = (uint64_t *)malloc(r->ntop * sizeof *r->idx_top);
+        r->idx_top = (uint64_t *)pinned_alloc(r->ntop * sizeof *r->idx_top);
         if (!r->idx_top) RAISE(TDB_ERR_NOMEM, "%s: index samples", r->path);
         for (size_t j = 0; j < r->ntop; j++) r->idx_top[j] = r->idx_pfx[j * IDX_TOP_STRIDE];
     }
     r->idx = ents;
     r->nblocks = n;
-    r->idx_keys = keys.data;
+    r->idx_keys = pkeys;
     ents = NULL;
-    keys.data = NULL;
+    pkeys = NULL;
 err:
     block_iter_free(&bi);
-    free(ents);
+    if (pinned) pinned_free(ents);
+    else free(ents);
+    pinned_free(pkeys);
     buf_free(&keys);
     return rc;
 }
@@ -549,11 +561,11 @@ err:
 static void reader_free(sst_reader_t *r) {
     if (r->file) env_close(r->file); /* unmaps too */
     free((void *)r->seen);
-    free(r->idx);
-    free(r->idx_keys);
-    free(r->idx_pfx);
-    free(r->idx_top);
-    free(r->filter);
+    pinned_free(r->idx);
+    pinned_free(r->idx_keys);
+    pinned_free(r->idx_pfx);
+    pinned_free(r->idx_top);
+    pinned_free(r->filter);
     rd_list_free(&r->rdl);
     rd_frags_free(&r->rdf);
     sst_props_free(&r->props);
@@ -631,7 +643,11 @@ int sst_reader_open(env_t *env, const char *path, uint64_t file_number, lru_cach
               (unsigned long long)r->props.num_entries);
 
     if (f.filter.size > 0) {
-        TRY(read_meta(r, f.filter, meta_limit, "filter block", &r->filter));
+        char *filter = NULL;
+        TRY(read_meta(r, f.filter, meta_limit, "filter block", &filter));
+        r->filter = (char *)pinned_dup(filter, (size_t)f.filter.size); /* util/pinned.h */
+        free(filter);
+        if (!r->filter) RAISE(TDB_ERR_NOMEM, "%s: filter of %llu bytes", path, (unsigned long long)f.filter.size);
         r->filter_size = (size_t)f.filter.size;
         if (bloom_check(slice_make(r->filter, r->filter_size)) != TDB_OK) {
             rc = wrap_err(r, TDB_ERR_CORRUPTION, "filter block", f.filter.offset);
