@@ -208,6 +208,11 @@ func (p Preset) Name() string {
 	return d + "/" + m
 }
 
+// TidesDBMemoryBound is tidesdb_max_memory_usage under the equal-memory
+// preset: the block cache plus two write buffers (the active memtable and
+// one being flushed), as InnoDB holds its pool and log buffer.
+func (p Preset) TidesDBMemoryBound() int64 { return p.TidesDBCache + 2*p.WriteBuffer }
+
 // CnfLines is the [mysqld] section the preset gives, for all engines
 // (each server loads all three; only the engine under test holds data).
 func (p Preset) CnfLines() []string {
@@ -236,15 +241,24 @@ func (p Preset) CnfLines() []string {
 		"tidesdb_flush_threads = " + strconv.Itoa(p.BackgroundThreads),
 		"tidesdb_compaction_threads = " + strconv.Itoa(p.BackgroundThreads),
 		"tidesdb_log_level = WARN",
-		"# --- InnoDB",
-		"innodb_buffer_pool_size = " + strconv.FormatInt(p.InnoDBCache, 10),
-		"innodb_log_buffer_size = " + strconv.FormatInt(p.WriteBuffer, 10),
-		"innodb_log_file_size = " + strconv.FormatInt(4*p.WriteBuffer, 10),
-		"innodb_flush_log_at_trx_commit = " + p.flush(p.InnoDBFlush),
-		"innodb_flush_method = " + flushMethod,
-		"innodb_read_io_threads = " + strconv.Itoa(p.BackgroundThreads),
-		"innodb_write_io_threads = " + strconv.Itoa(p.BackgroundThreads),
 	}
+	if p.Memory == Equal {
+		// The library's own bound (block cache + memtables), matched to what
+		// the others hold: InnoDB its pool and log buffer, MyRocks its cache
+		// and rocksdb_db_write_buffer_size. 0 would be half of the server's
+		// cgroup limit, which leaves the SQL layer too little under a limit.
+		l = append(l, "tidesdb_max_memory_usage = "+strconv.FormatInt(p.TidesDBMemoryBound(), 10))
+	}
+	l = append(l,
+		"# --- InnoDB",
+		"innodb_buffer_pool_size = "+strconv.FormatInt(p.InnoDBCache, 10),
+		"innodb_log_buffer_size = "+strconv.FormatInt(p.WriteBuffer, 10),
+		"innodb_log_file_size = "+strconv.FormatInt(4*p.WriteBuffer, 10),
+		"innodb_flush_log_at_trx_commit = "+p.flush(p.InnoDBFlush),
+		"innodb_flush_method = "+flushMethod,
+		"innodb_read_io_threads = "+strconv.Itoa(p.BackgroundThreads),
+		"innodb_write_io_threads = "+strconv.Itoa(p.BackgroundThreads),
+	)
 	if c := strings.ToUpper(p.InnoDBCompression); c != "NONE" {
 		l = append(l, "innodb_compression_algorithm = "+strings.ToLower(c), "innodb_compression_default = ON")
 	}
@@ -284,12 +298,16 @@ func (p Preset) Summary() []string {
 	if p.Memory == Seed {
 		mem = "no memory limit; InnoDB O_DIRECT (held to its buffer pool) while TidesDB and MyRocks read through the OS page cache (the seeds' setting)"
 	}
+	bound := ""
+	if p.Memory == Equal {
+		bound = "; TidesDB memory bound " + FormatBytes(p.TidesDBMemoryBound()) + " (cache + 2 write buffers)"
+	}
 	return []string{
 		"preset: " + p.Name(),
 		fmt.Sprintf("durability: TidesDB sync %s, InnoDB flush_log_at_trx_commit=%s, MyRocks flush_log_at_trx_commit=%s",
 			p.TidesDBSyncMode(), p.flush(p.InnoDBFlush), p.flush(p.RocksDBFlush)),
-		fmt.Sprintf("caches: TidesDB %s, InnoDB %s, MyRocks %s; write buffers %s each",
-			FormatBytes(p.TidesDBCache), FormatBytes(p.InnoDBCache), FormatBytes(p.RocksDBCache), FormatBytes(p.WriteBuffer)),
+		fmt.Sprintf("caches: TidesDB %s, InnoDB %s, MyRocks %s; write buffers %s each%s",
+			FormatBytes(p.TidesDBCache), FormatBytes(p.InnoDBCache), FormatBytes(p.RocksDBCache), FormatBytes(p.WriteBuffer), bound),
 		"memory: " + mem,
 		fmt.Sprintf("compression: TidesDB %s, InnoDB %s, MyRocks %s; isolation %s",
 			p.TidesDBCompression, p.InnoDBCompression, p.RocksDBCompression, p.Isolation),

@@ -60,7 +60,8 @@ func TestCnfLinesFollowPresets(t *testing.T) {
 	l := p.CnfLines()
 	for _, want := range []string{"tidesdb_default_sync_mode = NONE", "innodb_flush_log_at_trx_commit = 0",
 		"rocksdb_flush_log_at_trx_commit = 0", "innodb_flush_method = fsync",
-		"tidesdb_block_cache_size = 268435456", "innodb_buffer_pool_size = 268435456", "rocksdb_block_cache_size = 268435456"} {
+		"tidesdb_block_cache_size = 268435456", "innodb_buffer_pool_size = 268435456", "rocksdb_block_cache_size = 268435456",
+		"tidesdb_max_memory_usage = 402653184"} {
 		if !has(l, want) {
 			t.Errorf("relaxed/equal lacks %q", want)
 		}
@@ -71,6 +72,11 @@ func TestCnfLinesFollowPresets(t *testing.T) {
 		"innodb_flush_log_at_trx_commit = 1", "rocksdb_flush_log_at_trx_commit = 1", "innodb_flush_method = O_DIRECT"} {
 		if !has(l, want) {
 			t.Errorf("durable/seed lacks %q", want)
+		}
+	}
+	for _, x := range l {
+		if strings.HasPrefix(x, "tidesdb_max_memory_usage") {
+			t.Errorf("seed memory preset bounds TidesDB: %q (the seeds left it 0)", x)
 		}
 	}
 	if p.Name() != "durable/seed" {
@@ -130,11 +136,20 @@ func TestServerStartsWithLimitAndReportsSettings(t *testing.T) {
 	for _, x := range set {
 		found[x.Variable] = x.Value
 	}
-	if found["tidesdb_block_cache_size"] != "268435456" || found["innodb_flush_method"] != "fsync" {
+	if found["tidesdb_block_cache_size"] != "268435456" || found["tidesdb_max_memory_usage"] != "402653184" {
 		t.Errorf("settings table misses the preset: %v", found)
+	}
+	// InnoDB only holds system tables here: its tuning (buffered I/O, a
+	// 64 MiB log buffer) is the InnoDB server's, not this one's.
+	if _, ok := found["innodb_flush_method"]; ok {
+		t.Errorf("TidesDB server got InnoDB's tuning: innodb_flush_method %s", found["innodb_flush_method"])
 	}
 	if _, ok := found["datadir"]; ok {
 		t.Errorf("settings table lists datadir")
+	}
+	var tmpdir string
+	if err := db.QueryRow("SELECT @@tmpdir").Scan(&tmpdir); err != nil || tmpdir != filepath.Join(dir, "tmp") {
+		t.Errorf("tmpdir %q (%v), want the server's own %s", tmpdir, err, filepath.Join(dir, "tmp"))
 	}
 	if !strings.Contains(s.MemoryNote, "cgroup") && os.Geteuid() == 0 {
 		t.Logf("no cgroup: %s", s.MemoryNote)
