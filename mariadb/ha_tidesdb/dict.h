@@ -68,7 +68,7 @@ struct TableDef {
   std::atomic<int64_t> rows{0};
   std::vector<std::vector<ulong>> rec_per_key; /* per key, per part */
   bool card_from_analyze = false;
-  int64_t card_rows = -1;      /* rows when rec_per_key was made (-1: loaded, not yet compared) */
+  std::atomic<int64_t> card_rows{-1}; /* rows when rec_per_key was made (-1: none, or loaded and not yet compared) */
   ulonglong card_time = 0;     /* when (us) */
   std::atomic<uint64_t> card_version{0}; /* bumped by every new rec_per_key */
   std::atomic<bool> card_busy{false};    /* a handler is recomputing it */

@@ -156,20 +156,29 @@ void ha_tidesdb::compute_cardinality(bool thorough) {
 /* Recompute rec_per_key when it is missing or the row count moved by more
  * than a tenth since it was made; one handler at a time per table. Returns
  * whether it was recomputed. */
+/* Whether the row count moved by more than a tenth (and 64 rows) from base. */
+static bool rows_moved(int64_t rows, int64_t base) {
+  int64_t moved = rows > base ? rows - base : base - rows;
+  return moved > std::max<int64_t>(base / 10, 64);
+}
+
 bool ha_tidesdb::refresh_cardinality() {
   TableDef *def = m_def.get();
+  /* Every statement asks: without a lock or a clock while the count holds. */
+  int64_t base = def->card_rows.load(std::memory_order_relaxed);
+  if (base >= 0 && !rows_moved(def->rows.load(std::memory_order_relaxed), base)) return false;
   ulonglong now = microsecond_interval_timer();
   {
     std::lock_guard<std::mutex> g(def->mu);
     if (def->rec_per_key.size() == table->s->keys) {
-      int64_t rows = def->rows.load(), base = def->card_rows;
+      int64_t rows = def->rows.load();
+      base = def->card_rows;
       if (base < 0) { /* persisted by ANALYZE: compared from now on */
         def->card_rows = rows;
         def->card_time = now;
         return false;
       }
-      int64_t moved = rows > base ? rows - base : base - rows;
-      if (moved <= std::max<int64_t>(base / 10, 64) || now - def->card_time < STATS_MIN_INTERVAL_US) return false;
+      if (!rows_moved(rows, base) || now - def->card_time < STATS_MIN_INTERVAL_US) return false;
     }
   }
   bool expected = false;

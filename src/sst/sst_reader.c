@@ -152,19 +152,20 @@ static int read_checked(sst_reader_t *r, uint64_t off, uint64_t size, const char
 }
 
 /* Read and verify a raw record of `size` payload bytes at off within
- * [0, end) into a malloc'd buffer (metadata at open). */
+ * [0, end) into a buffer from pinned_alloc (metadata at open; the filter
+ * is kept as read). */
 static int read_raw(sst_reader_t *r, uint64_t off, uint64_t size, uint64_t end, const char *what, char **buf,
                     unsigned *type) {
     int rc = TDB_OK;
     char *p = NULL;
     TRY(record_in_bounds(r, off, size, end, what));
-    p = (char *)malloc((size_t)size + SST_TRAILER_SIZE);
+    p = (char *)pinned_alloc((size_t)size + SST_TRAILER_SIZE);
     if (!p) RAISE(TDB_ERR_NOMEM, "%s: %s of %llu bytes", r->path, what, (unsigned long long)size);
     TRY(read_checked(r, off, size, what, p, type));
     *buf = p;
     return TDB_OK;
 err:
-    free(p);
+    pinned_free(p);
     return rc;
 }
 
@@ -413,7 +414,7 @@ static int read_meta(sst_reader_t *r, sst_handle_t h, uint64_t limit, const char
     *out = p;
     return TDB_OK;
 err:
-    free(p);
+    pinned_free(p);
     return rc;
 }
 
@@ -606,7 +607,7 @@ int sst_reader_open(env_t *env, const char *path, uint64_t file_number, lru_cach
     /* Properties first: they bound what the index may reference. */
     TRY(read_meta(r, f.props, meta_limit, "properties block", &meta));
     TRY(sst_props_decode(slice_make(meta, (size_t)f.props.size), &r->props, &r->ext, path));
-    free(meta);
+    pinned_free(meta);
     meta = NULL;
     if (r->ext.format_version != f.version)
         RAISE(TDB_ERR_CORRUPTION, "%s: properties version %u != footer version %u", path, r->ext.format_version,
@@ -618,7 +619,7 @@ int sst_reader_open(env_t *env, const char *path, uint64_t file_number, lru_cach
         if (r->ext.range_del.offset < r->data_end) r->data_end = r->ext.range_del.offset;
         TRY(read_meta(r, r->ext.range_del, meta_limit, "range-deletion block", &meta));
         TRY(parse_range_dels(r, slice_make(meta, (size_t)r->ext.range_del.size), r->ext.range_del.offset, &r->rdl));
-        free(meta);
+        pinned_free(meta);
         meta = NULL;
         /* Every covering sequence per fragment, within a linear budget;
          * heavily nested tombstones get the highest one only, and reads at
@@ -636,18 +637,14 @@ int sst_reader_open(env_t *env, const char *path, uint64_t file_number, lru_cach
 
     TRY(read_meta(r, f.index, meta_limit, "index block", &meta));
     TRY(load_index(r, slice_make(meta, (size_t)f.index.size)));
-    free(meta);
+    pinned_free(meta);
     meta = NULL;
     if ((r->nblocks == 0) != (r->props.num_entries == 0))
         RAISE(TDB_ERR_CORRUPTION, "%s: %zu blocks for %llu entries", path, r->nblocks,
               (unsigned long long)r->props.num_entries);
 
     if (f.filter.size > 0) {
-        char *filter = NULL;
-        TRY(read_meta(r, f.filter, meta_limit, "filter block", &filter));
-        r->filter = (char *)pinned_dup(filter, (size_t)f.filter.size); /* util/pinned.h */
-        free(filter);
-        if (!r->filter) RAISE(TDB_ERR_NOMEM, "%s: filter of %llu bytes", path, (unsigned long long)f.filter.size);
+        TRY(read_meta(r, f.filter, meta_limit, "filter block", &r->filter));
         r->filter_size = (size_t)f.filter.size;
         if (bloom_check(slice_make(r->filter, r->filter_size)) != TDB_OK) {
             rc = wrap_err(r, TDB_ERR_CORRUPTION, "filter block", f.filter.offset);
@@ -657,7 +654,7 @@ int sst_reader_open(env_t *env, const char *path, uint64_t file_number, lru_cach
     *out = r;
     return TDB_OK;
 err:
-    free(meta);
+    pinned_free(meta);
     reader_free(r);
     return rc;
 }
@@ -1237,7 +1234,7 @@ err:
     buf_free(&prev);
     buf_free(&val);
     buf_free(&first);
-    free(rdraw);
+    pinned_free(rdraw);
     rd_list_free(&rdl);
     return rc;
 }
