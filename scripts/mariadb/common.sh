@@ -15,6 +15,47 @@ TIDESQL_PORT="${TIDESQL_PORT:-3317}"
 
 die() { echo "tidesql: $*" >&2; exit 1; }
 
+# Allocators a server can run on: glibc's malloc (nothing preloaded) or
+# Debian's jemalloc, mimalloc and tcmalloc (libjemalloc2, libmimalloc2.0,
+# libtcmalloc-minimal4, installed by setup.sh), loaded with LD_PRELOAD.
+TIDESQL_MALLOCS="glibc jemalloc mimalloc tcmalloc"
+
+# malloc_lib NAME: prints the library to preload for NAME (nothing for
+# glibc), found in the machine's multiarch directory (dpkg-architecture,
+# else gcc -print-multiarch) or any /usr/lib/*/; fails naming the package
+# to install. Use as lib="$(malloc_lib "$name")" || exit 1.
+malloc_lib() {
+  local so pkg ma d
+  case "$1" in
+    glibc) return 0 ;;
+    jemalloc) so=libjemalloc.so.2; pkg=libjemalloc2 ;;
+    mimalloc) so=libmimalloc.so.2; pkg=libmimalloc2.0 ;;
+    tcmalloc) so=libtcmalloc_minimal.so.4; pkg=libtcmalloc-minimal4 ;;
+    *) die "unknown allocator '$1' (want one of: $TIDESQL_MALLOCS)" ;;
+  esac
+  ma="$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch 2>/dev/null || true)"
+  for d in ${ma:+"/usr/lib/$ma" "/lib/$ma"} /usr/lib/*/ /usr/lib; do
+    d="${d%/}"
+    [ -f "$d/$so" ] && { echo "$d/$so"; return 0; }
+  done
+  die "allocator $1: $so not found in /usr/lib/${ma:-<multiarch>} or /usr/lib/*/: install $pkg (scripts/mariadb/setup.sh installs it)"
+}
+
+# malloc_check PID NAME LIB: fails unless process PID runs on allocator
+# NAME: LIB (its library, resolved) mapped, or for glibc no preloadable
+# allocator's library mapped.
+malloc_check() {
+  local maps
+  maps="$(cat "/proc/$1/maps" 2>/dev/null)" || die "allocator $2 not verified: cannot read /proc/$1/maps"
+  if [ "$2" = glibc ]; then
+    if grep -qE '/lib(jemalloc|mimalloc|tcmalloc)[^/]*$' <<<"$maps"; then
+      die "allocator glibc asked for, but /proc/$1/maps shows $(grep -oE 'lib(jemalloc|mimalloc|tcmalloc)[^/]*$' <<<"$maps" | sort -u | tr '\n' ' ')"
+    fi
+  elif ! grep -qF "$(readlink -f "$3")" <<<"$maps"; then
+    die "allocator $2 asked for, but $3 is not mapped in the server (/proc/$1/maps)"
+  fi
+}
+
 # Stop unless the installed server is the version the plugin is built for.
 check_server_version() {
   command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] ||

@@ -2,11 +2,14 @@
 # A throw-away MariaDB server for TideSQL development and tests, on a local
 # socket with its data directory under build/ (never the system server).
 #
-#   server.sh start [--cnf FILE] [mariadbd options...]
+#   server.sh start [--malloc NAME] [--cnf FILE] [mariadbd options...]
 #       initialise the data directory if needed and start the server with
 #       ha_tidesdb.so (and ha_rocksdb.so unless TIDESQL_NO_ROCKSDB=1) loaded
 #       under plugin_maturity=gamma; FILE (e.g. mariadb/my.cnf/*.cnf) is
-#       included after the generated settings, so its tidesdb_* lines apply
+#       included after the generated settings, so its tidesdb_* lines apply;
+#       NAME (default glibc, or TIDESQL_MALLOC) is the allocator: glibc,
+#       jemalloc, mimalloc or tcmalloc, preloaded (LD_PRELOAD; an inherited
+#       LD_PRELOAD is dropped) and checked mapped in the server after start
 #   server.sh stop          stop it (by the pid in its pid file)
 #   server.sh restart [...] stop + start
 #   server.sh client [args] the mariadb client on the server's socket
@@ -35,11 +38,21 @@ do_stop() {
 }
 
 do_start() {
-  local user_cnf=""
-  if [ "${1:-}" = "--cnf" ]; then user_cnf="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2; fi
+  local user_cnf="" malloc="${TIDESQL_MALLOC:-glibc}" lib pid
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --cnf) [ $# -ge 2 ] || die "--cnf needs a file"
+             user_cnf="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
+      --malloc) [ $# -ge 2 ] || die "--malloc needs an allocator ($TIDESQL_MALLOCS)"
+                malloc="$2"; shift 2 ;;
+      --malloc=*) malloc="${1#--malloc=}"; shift ;;
+      *) break ;;
+    esac
+  done
+  lib="$(malloc_lib "$malloc")" || exit 1
   check_server_version
   [ -e "$TIDESQL_PLUGIN_DIR/ha_tidesdb.so" ] || die "no plugin: run scripts/mariadb/build_plugin.sh"
-  if running; then echo "server: already running (pid $(cat "$PIDF"))"; return 0; fi
+  if running; then echo "server: already running (pid $(cat "$PIDF"); restart to change its allocator)"; return 0; fi
   mkdir -p "$D"
   if [ ! -d "$DATA/mysql" ]; then
     echo "server: initialising $DATA"
@@ -66,10 +79,16 @@ do_start() {
     [ -n "$user_cnf" ] && echo "!include $user_cnf"
   } >"$CNF"
   : >"$LOG"
-  setsid /usr/sbin/mariadbd --defaults-file="$CNF" "$@" </dev/null >/dev/null 2>&1 &
+  setsid env -u LD_PRELOAD ${lib:+"LD_PRELOAD=$lib"} /usr/sbin/mariadbd --defaults-file="$CNF" "$@" \
+    </dev/null >/dev/null 2>&1 &
   for _ in $(seq 1 600); do
     if mariadb-admin --no-defaults --socket="$TIDESQL_SOCKET" -uroot ping >/dev/null 2>&1; then
-      echo "server: running (pid $(cat "$PIDF"), socket $TIDESQL_SOCKET)"
+      pid="$(cat "$PIDF")"
+      if ! (malloc_check "$pid" "$malloc" "$lib"); then
+        do_stop >/dev/null
+        die "server stopped: it did not run on allocator $malloc"
+      fi
+      echo "server: running (pid $pid, socket $TIDESQL_SOCKET, allocator $malloc${lib:+ ($lib)})"
       return 0
     fi
     if ! kill -0 $! 2>/dev/null; then
@@ -91,5 +110,5 @@ case "$cmd" in
   client) exec mariadb --no-defaults --socket="$TIDESQL_SOCKET" -uroot "$@" ;;
   status) if running; then echo "running (pid $(cat "$PIDF"))"; else echo "stopped"; exit 1; fi ;;
   wipe) do_stop; rm -rf "$D"; echo "server: removed $D" ;;
-  *) echo "usage: $0 start [--cnf FILE] [opts]|stop|restart|client [args]|status|wipe" >&2; exit 2 ;;
+  *) echo "usage: $0 start [--malloc glibc|jemalloc|mimalloc|tcmalloc] [--cnf FILE] [opts]|stop|restart|client [args]|status|wipe" >&2; exit 2 ;;
 esac

@@ -3,8 +3,10 @@
 # engine. Idempotent; run as root.
 #  1. installs the MariaDB server pinned to $MARIADB_PIN_VERSION (a plugin
 #     only loads into the exact server version it was compiled against),
-#     MyRocks, the mtr test suite, sysbench and the compilers, without
-#     starting a system-wide server (policy-rc.d), then holds the packages
+#     MyRocks, the mtr test suite, sysbench, the compilers and the
+#     allocators the servers can be preloaded with (jemalloc, mimalloc,
+#     tcmalloc: server.sh --malloc, the harnesses' --malloc), without
+#     starting a system-wide server (policy-rc.d), then holds the MariaDB packages
 #     so later installs cannot upgrade them;
 #  2. fetches the server sources of the same version (deb-src) and keeps
 #     only the header directories the plugin needs, plus the generated
@@ -20,7 +22,8 @@ V="$MARIADB_PIN_VERSION"
 server_pkgs=(mariadb-server mariadb-server-core mariadb-client mariadb-client-core
              mariadb-common mariadb-plugin-rocksdb mariadb-test mariadb-test-data)
 other_pkgs=(sysbench build-essential cmake ninja-build pkg-config
-            liblz4-dev libzstd-dev libsnappy-dev libxxhash-dev dpkg-dev xz-utils)
+            liblz4-dev libzstd-dev libsnappy-dev libxxhash-dev dpkg-dev xz-utils
+            libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4)
 
 installed_version() { dpkg-query -W -f='${Status} ${Version}' "$1" 2>/dev/null |
                       sed -n 's/^[a-z]* ok installed //p'; }

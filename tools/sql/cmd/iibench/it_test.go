@@ -58,7 +58,7 @@ func TestServerRunOnTidesDB(t *testing.T) {
 	os.WriteFile(cfg, []byte(itQueue), 0o644)
 	dir := filepath.Join(env.Root, "build", "sql", "iibench-it")
 	err = run(options{config: cfg, useServer: true, durability: server.Relaxed, memory: server.Equal,
-		out: out, serverDir: dir, port: 3421, noCharts: true})
+		out: out, serverDir: dir, port: 3421, noCharts: true, malloc: "mimalloc"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +108,9 @@ func TestServerRunOnTidesDB(t *testing.T) {
 	md, _ := os.ReadFile(filepath.Join(out, "summary.md"))
 	if !strings.Contains(string(md), "preset: relaxed/equal") || !strings.Contains(string(md), "TidesDB server:") {
 		t.Errorf("summary.md lacks the preset or the memory note:\n%s", md)
+	}
+	if !strings.Contains(string(md), "allocator: mimalloc") || !strings.Contains(string(md), "libmimalloc.so.2, mapped); tidesdb_build ") {
+		t.Errorf("summary.md lacks the allocator or tidesdb_build:\n%s", md)
 	}
 	if pids := serversIn(dir); len(pids) > 0 {
 		t.Errorf("mariadbd still running from %s: pids %v", dir, pids)

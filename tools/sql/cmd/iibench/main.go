@@ -37,6 +37,7 @@ type options struct {
 	cache      string
 	memLimit   string
 	cnf        string
+	malloc     string
 	out        string
 	dsnSocket  string
 	serverDir  string
@@ -54,6 +55,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.cache, "cache", "", "--server: cache size of every engine (default: the preset's)")
 	fs.StringVar(&o.memLimit, "mem-limit", "", "--server: memory limit of each server with --memory equal (default: the preset's)")
 	fs.StringVar(&o.cnf, "cnf", "", "--server: a my.cnf included after the preset")
+	fs.StringVar(&o.malloc, "malloc", server.Glibc, "--server: the servers' allocator: "+strings.Join(server.Allocators, ", ")+" (LD_PRELOAD)")
 	fs.StringVar(&o.out, "out", "", "output directory (default results/iibench-<stamp>)")
 	fs.StringVar(&o.dsnSocket, "dsn-socket", "", "without --server: use this Unix socket in every task's dsn")
 	fs.StringVar(&o.serverDir, "server-dir", "", "--server: server directory (default build/sql/iibench-server)")
@@ -71,6 +73,14 @@ func parseFlags(args []string) (options, error) {
 	if o.useServer && o.dsnSocket != "" {
 		return o, fmt.Errorf("--dsn-socket is for a server you run yourself; --server points every dsn at its own server")
 	}
+	m, err := server.ParseMalloc(o.malloc)
+	if err != nil {
+		return o, fmt.Errorf("--malloc: %w", err)
+	}
+	if m != server.Glibc && !o.useServer {
+		return o, fmt.Errorf("--malloc %s needs --server (a server you run yourself has the allocator you started it with)", m)
+	}
+	o.malloc = m
 	return o, nil
 }
 
@@ -139,9 +149,16 @@ func run(o options) error {
 		if dir == "" {
 			dir = filepath.Join(env.Root, "build", "sql", "iibench-server")
 		}
-		mgr = newServerMgr(env, p, o.cnf, dir, o.port)
+		if o.malloc, err = server.ParseMalloc(o.malloc); err != nil {
+			return fmt.Errorf("--malloc: %w", err)
+		}
+		if _, err := server.MallocLibrary(o.malloc); err != nil {
+			return err
+		}
+		mgr = newServerMgr(env, p, o.cnf, o.malloc, dir, o.port)
 		info.Mode = "--server (one throw-away server per engine, port " + fmt.Sprint(o.port) + ")"
-		info.PresetLines = p.Summary()
+		info.PresetLines = append([]string{"allocator: " + server.MallocSummary(o.malloc)},
+			p.Summary()...)
 		info.WithDisk = true
 	} else if o.dsnSocket != "" {
 		info.Mode = "plain client, dsn socket " + o.dsnSocket
@@ -202,6 +219,15 @@ func run(o options) error {
 				line := e + " server: " + n
 				if p := mgr.Peak[e]; p > 0 {
 					line += ", peak " + server.FormatBytes(p)
+				}
+				info.Notes = append(info.Notes, line)
+			}
+		}
+		for _, e := range server.Engines {
+			if n, ok := mgr.MallocNote[e]; ok {
+				line := e + " server: " + n
+				if b, ok := mgr.Build[e]; ok {
+					line += "; tidesdb_build " + b
 				}
 				info.Notes = append(info.Notes, line)
 			}

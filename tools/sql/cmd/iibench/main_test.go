@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"tidesql/bench/internal/server"
 )
 
 func TestFlags(t *testing.T) {
@@ -29,6 +31,24 @@ func TestFlags(t *testing.T) {
 		if _, err := buildPreset(o); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+}
+
+func TestMallocFlag(t *testing.T) {
+	o, err := parseFlags([]string{"--config", "q.toml", "--server", "--malloc", "MiMalloc"})
+	if err != nil || o.malloc != "mimalloc" {
+		t.Errorf("--malloc MiMalloc: %q %v", o.malloc, err)
+	}
+	if o, err := parseFlags([]string{"--config", "q.toml"}); err != nil || o.malloc != server.Glibc {
+		t.Errorf("default allocator %q %v", o.malloc, err)
+	}
+	if _, err := parseFlags([]string{"--config", "q.toml", "--server", "--malloc", "hoard"}); err == nil ||
+		!strings.Contains(err.Error(), `unknown allocator "hoard"`) {
+		t.Errorf("--malloc hoard: %v", err)
+	}
+	if _, err := parseFlags([]string{"--config", "q.toml", "--malloc", "jemalloc"}); err == nil ||
+		!strings.Contains(err.Error(), "--server") {
+		t.Errorf("--malloc without --server: %v", err)
 	}
 }
 

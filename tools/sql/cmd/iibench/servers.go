@@ -23,6 +23,7 @@ type serverMgr struct {
 	env    server.Env
 	preset server.Preset
 	cnf    string // user my.cnf (optional)
+	malloc string // allocator (server.Allocators)
 	dir    string // server directory
 	port   int
 
@@ -33,12 +34,14 @@ type serverMgr struct {
 	Notes      []string          // drop-caches notes and the like
 	MemoryNote map[string]string // per engine
 	Peak       map[string]int64  // peak memory per engine (cgroup), bytes
+	MallocNote map[string]string // per engine: the allocator checked in the server
+	Build      map[string]string // per engine: tidesdb_build where TidesDB is loaded
 	Settings   []server.Setting
 }
 
-func newServerMgr(env server.Env, p server.Preset, cnf, dir string, port int) *serverMgr {
-	return &serverMgr{env: env, preset: p, cnf: cnf, dir: dir, port: port,
-		MemoryNote: map[string]string{}, Peak: map[string]int64{}}
+func newServerMgr(env server.Env, p server.Preset, cnf, malloc, dir string, port int) *serverMgr {
+	return &serverMgr{env: env, preset: p, cnf: cnf, malloc: malloc, dir: dir, port: port,
+		MemoryNote: map[string]string{}, Peak: map[string]int64{}, MallocNote: map[string]string{}, Build: map[string]string{}}
 }
 
 func plugins(engine string) []string {
@@ -63,14 +66,18 @@ func (m *serverMgr) Ensure(ctx context.Context, engine string) error {
 		}
 	}
 	s, err := server.Start(ctx, m.env, server.Options{Dir: m.dir, Port: m.port, Preset: m.preset,
-		Engines: plugins(engine), CnfFile: m.cnf, Fresh: !m.started})
+		Engines: plugins(engine), CnfFile: m.cnf, Fresh: !m.started, Malloc: m.malloc})
 	if err != nil {
 		return fmt.Errorf("starting the %s server: %w", engine, err)
 	}
 	m.cur, m.curEngine, m.started = s, engine, true
 	m.MemoryNote[engine] = s.MemoryNote
+	m.MallocNote[engine] = s.MallocNote()
+	if engine == "TidesDB" {
+		m.Build[engine] = s.TidesDBBuild(ctx)
+	}
 	if set, err := s.Settings(ctx); err == nil {
-		m.Settings = append(m.Settings, set...)
+		m.Settings = append(append(m.Settings, set...), s.MallocSettings(engine)...)
 	} else {
 		m.Notes = append(m.Notes, "settings of the "+engine+" server not read: "+err.Error())
 	}

@@ -3,7 +3,9 @@
 // ENGINES, WORKLOADS, ITERATIONS, TIDESDB_SYNC_MODE, TIDESDB_COMPRESSION,
 // INNODB_COMPRESSION, TIDESDB_BLOCK_CACHE, INNODB_BUFFER_POOL,
 // INNODB_FLUSH) on top of a named size preset (PRESET=quick|seed) and the
-// suite's durability and memory presets (DURABILITY, MEMORY, MEM_LIMIT).
+// suite's durability and memory presets (DURABILITY, MEMORY, MEM_LIMIT);
+// MALLOC names the servers' allocator (glibc, jemalloc, mimalloc,
+// tcmalloc: LD_PRELOAD).
 package main
 
 import (
@@ -28,6 +30,7 @@ type Config struct {
 	Iterations  int
 	Preset      server.Preset
 	Cnf         string // a my.cnf included after the preset
+	Malloc      string // the servers' allocator (server.Allocators)
 	Out         string
 	ServerDir   string
 	Port        int
@@ -161,6 +164,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	c.Preset = p
 
+	if c.Malloc, err = server.ParseMalloc(getenv("MALLOC")); err != nil {
+		return c, fmt.Errorf("MALLOC: %w", err)
+	}
 	c.Cnf, c.Out, c.ServerDir = getenv("CNF"), getenv("OUT"), getenv("SERVER_DIR")
 	if v := getenv("SYSBENCH"); v != "" {
 		c.Sysbench = v
@@ -239,6 +245,7 @@ func (c Config) Lines() []string {
 		fmt.Sprintf("size preset: %s; tables %d x %s rows; threads %s; %d s per run after %d s warm-up; %d iteration(s)",
 			c.SizePreset, c.Tables, joinInts(c.TableSizes), joinInts(c.Threads), c.Time, c.Warmup, c.Iterations),
 		"engines: " + strings.Join(c.Engines, ", ") + "; workloads: " + strings.Join(c.Workloads, ", "),
+		"allocator (MALLOC): " + server.MallocSummary(c.Malloc),
 	}, c.Preset.Summary()...)
 }
 

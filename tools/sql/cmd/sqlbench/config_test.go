@@ -94,3 +94,17 @@ func TestPlannedGrowsWithTheSweep(t *testing.T) {
 		t.Errorf("planned %d then %d", a.Planned(), b.Planned())
 	}
 }
+
+func TestMallocVariable(t *testing.T) {
+	c, err := LoadConfig(envOf(nil))
+	if err != nil || c.Malloc != server.Glibc || !strings.Contains(strings.Join(c.Lines(), "\n"), "allocator (MALLOC): glibc") {
+		t.Errorf("default allocator %q %v", c.Malloc, err)
+	}
+	c, err = LoadConfig(envOf(map[string]string{"MALLOC": "JeMalloc"}))
+	if err != nil || c.Malloc != "jemalloc" || !strings.Contains(strings.Join(c.Lines(), "\n"), "allocator (MALLOC): jemalloc") {
+		t.Errorf("MALLOC=JeMalloc: %q %v", c.Malloc, err)
+	}
+	if _, err := LoadConfig(envOf(map[string]string{"MALLOC": "hoard"})); err == nil || !strings.Contains(err.Error(), "MALLOC") {
+		t.Errorf("MALLOC=hoard: %v", err)
+	}
+}

@@ -22,7 +22,7 @@ func TestSweepOnTidesDB(t *testing.T) {
 	out := t.TempDir()
 	cfg, err := LoadConfig(envOf(map[string]string{"ENGINES": "TidesDB", "TABLES": "2", "TABLE_SIZES": "1000",
 		"THREAD_COUNTS": "1 2", "TIME": "2", "WARMUP": "1", "WORKLOADS": "oltp_point_select oltp_insert",
-		"OUT": out, "PORT": "3431"}))
+		"OUT": out, "PORT": "3431", "MALLOC": "tcmalloc"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,8 +54,12 @@ func TestSweepOnTidesDB(t *testing.T) {
 		t.Errorf("%d per-second rows for 4 runs of 2 s (sysbench omits the last second)", len(d))
 	}
 	md, _ := os.ReadFile(filepath.Join(out, "summary.md"))
-	if !strings.Contains(string(md), "| oltp_insert | 2 |") || !strings.Contains(string(md), "preset: relaxed/equal") {
+	if !strings.Contains(string(md), "| oltp_insert | 2 |") || !strings.Contains(string(md), "preset: relaxed/equal") ||
+		!strings.Contains(string(md), "allocator (MALLOC): tcmalloc") || !strings.Contains(string(md), "libtcmalloc_minimal.so.4, mapped); tidesdb_build ") {
 		t.Errorf("summary.md:\n%s", md)
+	}
+	if b, _ := os.ReadFile(set[0]); !strings.Contains(string(b), "TidesDB,allocator (LD_PRELOAD),glibc,tcmalloc") {
+		t.Errorf("settings lack the allocator:\n%s", b)
 	}
 	for _, png := range []string{"tps_comparison.png", "p95_latency_comparison.png", "scaling_efficiency.png", "tps_over_time_2t.png"} {
 		if st, err := os.Stat(filepath.Join(out, png)); err != nil || st.Size() < 1000 {

@@ -73,6 +73,7 @@ a fresh server per engine and table size. Variables (defaults from PRESET):
   TIDESDB_SYNC_MODE (0|1|2 or NONE|INTERVAL|FULL)  INNODB_FLUSH ROCKSDB_FLUSH (0|1|2)
   TIDESDB_COMPRESSION INNODB_COMPRESSION ROCKSDB_COMPRESSION (NONE|LZ4|ZSTD|SNAPPY)
   TIDESDB_BLOCK_CACHE INNODB_BUFFER_POOL ROCKSDB_BLOCK_CACHE (256M, 2G, bytes)
+  MALLOC=glibc|jemalloc|mimalloc|tcmalloc (the servers' allocator, LD_PRELOAD)
   CNF (my.cnf included last) OUT SERVER_DIR PORT SYSBENCH REPORT_INTERVAL NO_CHARTS STOP_ON_ERROR`)
 }
 
@@ -80,6 +81,9 @@ func run(cfg Config) error {
 	var err error
 	if cfg.Sysbench, err = exec.LookPath(cfg.Sysbench); err != nil {
 		return fmt.Errorf("sysbench not found (%v): run scripts/mariadb/setup.sh", err)
+	}
+	if _, err := server.MallocLibrary(cfg.Malloc); err != nil {
+		return err
 	}
 	r, err := harness.Begin("sqlbench", cfg.Engines, cfg.Out, cfg.Lines())
 	if err != nil {
@@ -169,7 +173,7 @@ func (sw *sweep) engine(ctx context.Context, engine string, size int) error {
 	cfg := sw.cfg
 	sw.tr.Step(fmt.Sprintf("%s, %d x %d rows: starting the server", engine, cfg.Tables, size))
 	s, err := server.StartRun(ctx, sw.env, server.Options{Dir: cfg.ServerDir, Port: cfg.Port, Preset: cfg.Preset,
-		CnfFile: cfg.Cnf}, engine, schema)
+		CnfFile: cfg.Cnf, Malloc: cfg.Malloc}, engine, schema)
 	if err != nil {
 		return err
 	}

@@ -65,6 +65,7 @@ func writeResults(cfg Config, stamp string, sw *sweep) error {
 		}
 	}
 	notes := append(append([]string{}, sw.Notes...), sw.MemoryLines(cfg.Engines)...)
+	notes = append(notes, sw.BuildLines(cfg.Engines)...)
 	f, err := os.Create(filepath.Join(cfg.Out, "summary.md"))
 	if err != nil {
 		return err

@@ -53,8 +53,12 @@ func TestRunOnTidesDB(t *testing.T) {
 	if tl := readCSV(t, filepath.Join(out, "timeline.csv")); len(tl) < 2 {
 		t.Errorf("timeline %v: want at least two 5 s points in 15 s", tl)
 	}
+	if r["variant"] != "plain/glibc" || r["malloc"] != "glibc" || r["tidesdb_build"] == "" {
+		t.Errorf("run %v: want the default variant and the plugin's tidesdb_build", r)
+	}
 	md, _ := os.ReadFile(filepath.Join(out, "summary.md"))
-	if !strings.Contains(string(md), "| NOPM (New-Order per minute) |") {
+	if !strings.Contains(string(md), "| NOPM (New-Order per minute) |") || !strings.Contains(string(md), "allocator: glibc") ||
+		!strings.Contains(string(md), "TidesDB server: allocator glibc; tidesdb_build ") {
 		t.Errorf("summary.md:\n%s", md)
 	}
 	for _, png := range []string{"tpcc_build_time.png", "tpcc_latency.png", "tpcc_nopm.png", "tpcc_tpm.png", "tpcc_tpm_timeline.png"} {
@@ -64,6 +68,52 @@ func TestRunOnTidesDB(t *testing.T) {
 	}
 	if b, _ := exec.Command("pgrep", "-f", "tpcc-it").Output(); len(b) > 0 {
 		t.Errorf("a server is still running: %s", b)
+	}
+}
+
+// Two variants (the plain build under two names, on jemalloc), one short
+// iteration each: each gets its own server and schema, and the variants
+// table, variants.csv and the runs' allocator and tidesdb_build columns
+// come out.
+func TestVariantsOnTidesDB(t *testing.T) {
+	if os.Getenv("TIDESQL_IT") == "" {
+		t.Skip("TIDESQL_IT not set")
+	}
+	out := t.TempDir()
+	root, _ := filepath.Abs("../../../..")
+	o, err := parseFlags([]string{"--engines", "tidesdb", "--builds", "plain,same=" + filepath.Join(root, "build", "mariadb", "plugin"),
+		"--malloc", "jemalloc", "--warehouses", "1", "--build-vu", "1", "--run-vu", "2", "--rampup", "0", "--duration", "0.1",
+		"--interval", "5s", "--settle", "0", "--out", out, "--port", "3442", "--no-charts",
+		"--server-dir", filepath.Join(root, "build", "sql", "tpcc-it-variants")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run(o); err != nil {
+		t.Fatal(err)
+	}
+	runs := readCSV(t, filepath.Join(out, "runs.csv"))
+	if len(runs) != 2 || runs[0]["variant"] != "plain/jemalloc" || runs[1]["variant"] != "same/jemalloc" {
+		t.Fatalf("runs %v", runs)
+	}
+	for _, r := range runs {
+		if r["check"] != "passed" || r["malloc"] != "jemalloc" || r["tidesdb_build"] == "" {
+			t.Errorf("run %v", r)
+		}
+	}
+	vs := readCSV(t, filepath.Join(out, "variants.csv"))
+	if len(vs) != 2 || vs[0]["nopm_vs_first"] != "1.000" || vs[1]["ok"] != "1" || vs[1]["nopm_vs_first"] == "" {
+		t.Errorf("variants %v", vs)
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "summary.md"))
+	for _, w := range []string{"| same/jemalloc | TidesDB |", "libjemalloc.so.2", "tidesdb_build"} {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("summary.md lacks %q:\n%s", w, md)
+		}
+	}
+	for _, log := range []string{"plain_jemalloc_TidesDB_1_prepare.log", "same_jemalloc_TidesDB_1_run.log"} {
+		if _, err := os.Stat(filepath.Join(out, "logs", log)); err != nil {
+			t.Error(err)
+		}
 	}
 }
 
@@ -79,6 +129,10 @@ func TestMissingGoTPCAndPluginAreClearErrors(t *testing.T) {
 	o, _ = parseFlags([]string{"--engines", "tidesdb", "--out", t.TempDir()})
 	if err := run(o); err == nil || !strings.Contains(err.Error(), "ha_tidesdb.so not found") {
 		t.Errorf("missing plugin: %v", err)
+	}
+	o, _ = parseFlags([]string{"--engines", "tidesdb", "--builds", "nothere=" + t.TempDir() + "/none", "--out", t.TempDir()})
+	if err := run(o); err == nil || !strings.Contains(err.Error(), "build nothere: plugin directory") {
+		t.Errorf("missing build: %v", err)
 	}
 }
 

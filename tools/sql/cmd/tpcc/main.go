@@ -8,8 +8,14 @@
 // avg/p95/p99 of each transaction, error counts and TPM over time, as
 // CSV, Markdown (metric, TidesDB, InnoDB, MyRocks, advantage) and charts.
 //
+// --builds and --malloc compare builds of the TidesDB plugin and
+// allocators (variants.go): with more than one variant, each iteration
+// of each variant and engine gets a fresh server and schema, the variants
+// alternating, and the report is per variant.
+//
 //	tpcc --preset quick                       # 2 warehouses, 1 minute per engine
 //	tpcc --preset seed --engines tidesdb,innodb
+//	tpcc --engines tidesdb,innodb --builds plain,pgo --malloc glibc,jemalloc --iterations 3
 package main
 
 import (
@@ -51,6 +57,9 @@ type options struct {
 	gotpc      string
 	noCharts   bool
 	sizeName   string
+	builds     []Build
+	mallocs    []string
+	variants   []Variant // builds x mallocs; one: the run as without them
 }
 
 // sizes are the quick default and the seed article's run (000: 100
@@ -86,6 +95,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.port, "port", 3440, "TCP port of the server")
 	fs.StringVar(&o.gotpc, "gotpc", "", "go-tpc binary (default build/go-tpc/go-tpc)")
 	fs.BoolVar(&o.noCharts, "no-charts", false, "skip the charts")
+	builds := fs.String("builds", "plain", "plugin builds to compare: plain, pgo, lto, pgo-lto (build/mariadb[-pgo|-lto|-pgo-lto]/plugin) or name=DIR")
+	mallocs := fs.String("malloc", server.Glibc, "allocators to compare: "+strings.Join(server.Allocators, ", ")+" (LD_PRELOAD into the server)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -101,6 +112,13 @@ func parseFlags(args []string) (options, error) {
 	if o.engines, err = server.ParseEngines(*engines); err != nil {
 		return o, fmt.Errorf("--engines: %w", err)
 	}
+	if o.builds, err = parseBuilds(*builds); err != nil {
+		return o, err
+	}
+	if o.mallocs, err = server.ParseMallocs(*mallocs); err != nil {
+		return o, fmt.Errorf("--malloc: %w", err)
+	}
+	o.variants = crossVariants(o.builds, o.mallocs)
 	setInt := func(dst *int, name string, unset int) {
 		if *dst == unset && err == nil {
 			_, err = fmt.Sscan(defs[name], dst)
@@ -187,15 +205,38 @@ func main() {
 
 // Lines describe the run, printed with the results.
 func (o options) Lines() []string {
-	return append([]string{
+	l := []string{
 		fmt.Sprintf("size preset: %s; %d warehouses; schema built by %d users; %d users run %.2f min after a %.2f min ramp-up (discarded); %d s settle; %d iteration(s); go-tpc isolation %s",
 			o.sizeName, o.warehouses, o.buildVU, o.runVU, o.duration, o.rampup, o.settle, o.iterations, o.preset.Isolation),
 		"engines: " + strings.Join(o.engines, ", "),
-	}, o.preset.Summary()...)
+	}
+	var builds []string
+	for _, b := range o.builds {
+		builds = append(builds, b.Describe())
+	}
+	if o.multi() {
+		var names []string
+		for _, v := range o.variants {
+			names = append(names, v.Name())
+		}
+		l = append(l, "variants (TidesDB plugin build/allocator): "+strings.Join(names, ", ")+
+			"; alternated across the iterations, each iteration of each variant and engine on a fresh server with a freshly built schema",
+			"plugin builds: "+strings.Join(builds, ", ")+"; allocators (LD_PRELOAD, checked mapped in each server): "+strings.Join(o.mallocs, ", "))
+	} else {
+		l = append(l, "TidesDB plugin build: "+strings.Join(builds, ", ")+"; allocator: "+server.MallocSummary(o.mallocs[0]))
+	}
+	return append(l, o.preset.Summary()...)
 }
+
+// multi reports whether several variants are compared.
+func (o options) multi() bool { return len(o.variants) > 1 }
 
 func (o options) planned() time.Duration {
 	per := float64(o.warehouses*20+o.settle) + float64(o.iterations)*(o.rampup+o.duration)*60 + float64(o.iterations*10)
+	if o.multi() {
+		// every iteration builds its own schema
+		per = float64(o.iterations) * (float64(o.warehouses*20+o.settle) + (o.rampup+o.duration)*60 + 10) * float64(len(o.variants))
+	}
 	return time.Duration(per*float64(len(o.engines))) * time.Second
 }
 
@@ -208,7 +249,19 @@ func run(o options) error {
 	if _, err := os.Stat(o.gotpc); err != nil {
 		return fmt.Errorf("go-tpc not found at %q: build it with scripts/mariadb/common.sh's ensure_gotpc (scripts/bench.sh does)", o.gotpc)
 	}
-	r, err := harness.Begin("tpcc", o.engines, o.out, o.Lines())
+	for _, m := range o.mallocs {
+		if _, err := server.MallocLibrary(m); err != nil {
+			return err
+		}
+	}
+	r, err := harness.BeginWith("tpcc", o.out, o.Lines(), func(env server.Env) error {
+		for _, b := range o.builds {
+			if err := b.Check(env, o.engines); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
@@ -223,14 +276,34 @@ func run(o options) error {
 	}
 	rn := &runner{o: o, env: env, logs: logs, tr: progress.New(o.planned())}
 	var errs []error
-	for _, e := range o.engines {
-		if ctx.Err() != nil {
-			break
+	if o.multi() {
+		for _, j := range schedule(o.iterations, len(o.variants), o.engines) {
+			if ctx.Err() != nil {
+				break
+			}
+			before := len(rn.results)
+			if err := rn.engine(ctx, j.Variant, j.Engine, j.Iteration, 1); err != nil && ctx.Err() == nil {
+				fmt.Fprintf(os.Stderr, "tpcc: %s %s iteration %d: %v\n", o.variants[j.Variant].Name(), j.Engine, j.Iteration, err)
+				if len(rn.results) == before {
+					// failed before its measured run: counted against the variant
+					rn.results = append(rn.results, Result{Engine: j.Engine, Iteration: j.Iteration, Variant: j.Variant,
+						Err: err.Error()})
+				} else {
+					rn.Note(fmt.Sprintf("%s %s iteration %d: %s", o.variants[j.Variant].Name(), j.Engine, j.Iteration,
+						report.FirstLine(err.Error())))
+				}
+			}
 		}
-		if err := rn.engine(ctx, e); err != nil && ctx.Err() == nil {
-			fmt.Fprintln(os.Stderr, "tpcc:", err)
-			rn.Note(report.FirstLine(err.Error()))
-			errs = append(errs, err)
+	} else {
+		for _, e := range o.engines {
+			if ctx.Err() != nil {
+				break
+			}
+			if err := rn.engine(ctx, 0, e, 1, o.iterations); err != nil && ctx.Err() == nil {
+				fmt.Fprintln(os.Stderr, "tpcc:", err)
+				rn.Note(report.FirstLine(err.Error()))
+				errs = append(errs, err)
+			}
 		}
 	}
 	if r.Interrupted() {
@@ -239,6 +312,8 @@ func run(o options) error {
 	if len(rn.results) > 0 {
 		if err := writeResults(o, r.Stamp, rn); err != nil {
 			fmt.Fprintln(os.Stderr, "tpcc: writing results:", err)
+		} else if o.multi() && !o.noCharts {
+			fmt.Println("charts skipped: they show one figure per engine, and this run has several variants (see the table)")
 		} else if !o.noCharts {
 			abs, _ := filepath.Abs(o.out)
 			if err := report.Plot(env.Root, "tpcc.py", abs); err != nil {
@@ -250,7 +325,11 @@ func run(o options) error {
 	r.End()
 	for _, r := range rn.results {
 		if r.Err != "" {
-			errs = append(errs, fmt.Errorf("%s iteration %d: %s", r.Engine, r.Iteration, report.FirstLine(r.Err)))
+			what := r.Engine
+			if o.multi() {
+				what = o.variants[r.Variant].Name() + " " + r.Engine
+			}
+			errs = append(errs, fmt.Errorf("%s iteration %d: %s", what, r.Iteration, report.FirstLine(r.Err)))
 		}
 	}
 	return errors.Join(errs...)
@@ -258,13 +337,15 @@ func run(o options) error {
 
 // Result is one measured run of one engine.
 type Result struct {
-	Engine     string
-	Iteration  int
-	BuildSecs  float64
-	Out        RunOutput
-	Conditions int // consistency conditions checked
-	DataBytes  int64
-	Err        string
+	Engine       string
+	Iteration    int
+	Variant      int    // index into options.variants
+	TidesDBBuild string // the TidesDB server's tidesdb_build ("" on other engines)
+	BuildSecs    float64
+	Out          RunOutput
+	Conditions   int // consistency conditions checked
+	DataBytes    int64
+	Err          string
 }
 
 type runner struct {
@@ -276,24 +357,38 @@ type runner struct {
 	harness.Servers
 }
 
-func (rn *runner) engine(ctx context.Context, engine string) error {
+// engine runs iterations first..first+count-1 of variant vi on engine:
+// one fresh server, the schema built once, then each iteration's ramp-up,
+// measured run and check.
+func (rn *runner) engine(ctx context.Context, vi int, engine string, first, count int) error {
 	o := rn.o
-	rn.tr.Step(engine + ": starting the server")
-	s, err := server.StartRun(ctx, rn.env, server.Options{Dir: o.serverDir, Port: o.port, Preset: o.preset, CnfFile: o.cnf},
-		engine, dbName)
+	v := o.variants[vi]
+	what, file := engine, engine
+	if o.multi() {
+		what = fmt.Sprintf("%s %s iteration %d", v.Name(), engine, first)
+		file = fmt.Sprintf("%s_%s_%d", v.File(), engine, first)
+	}
+	rn.tr.Step(what + ": starting the server")
+	s, err := server.StartRun(ctx, rn.env, server.Options{Dir: o.serverDir, Port: o.port, Preset: o.preset, CnfFile: o.cnf,
+		Malloc: v.Malloc, PluginDir: v.Build.PluginDir(rn.env)}, engine, dbName)
 	if err != nil {
 		return err
 	}
 	defer rn.Stop(s)
 	rn.Started(s)
+	if s.TidesDBBuild != "" {
+		rn.tr.Printf("%s; tidesdb_build %s", s.MallocNote(), s.TidesDBBuild)
+	} else {
+		rn.tr.Printf("%s", s.MallocNote())
+	}
 	g := GoTPC{Path: o.gotpc, Port: o.port, DB: dbName, Warehouses: o.warehouses, Engine: engine, Isolation: 2}
 	if o.preset.Isolation == "REPEATABLE-READ" {
 		g.Isolation = 4
 	}
 
-	rn.tr.Step(fmt.Sprintf("%s: building %d warehouses with %d users", engine, o.warehouses, o.buildVU))
+	rn.tr.Step(fmt.Sprintf("%s: building %d warehouses with %d users", what, o.warehouses, o.buildVU))
 	t0 := time.Now()
-	if err := g.Prepare(ctx, o.buildVU, filepath.Join(rn.logs, engine+"_prepare.log")); err != nil {
+	if err := g.Prepare(ctx, o.buildVU, filepath.Join(rn.logs, file+"_prepare.log")); err != nil {
 		return fmt.Errorf("%s: building the schema: %w", engine, s.Why(err))
 	}
 	build := time.Since(t0).Seconds()
@@ -307,18 +402,27 @@ func (rn *runner) engine(ctx context.Context, engine string) error {
 	}
 	rn.tr.Done(time.Duration(o.settle) * time.Second)
 
+	iterLabel := func(it int) string {
+		if o.multi() {
+			return what
+		}
+		return fmt.Sprintf("%s iteration %d", engine, it)
+	}
 	dur := time.Duration(o.duration * float64(time.Minute))
 	ramp := time.Duration(o.rampup * float64(time.Minute))
-	for it := 1; it <= o.iterations; it++ {
-		res := Result{Engine: engine, Iteration: it, BuildSecs: build}
+	for it := first; it < first+count; it++ {
+		res := Result{Engine: engine, Iteration: it, Variant: vi, TidesDBBuild: s.TidesDBBuild, BuildSecs: build}
 		name := fmt.Sprintf("%s_%d", engine, it)
+		if o.multi() {
+			name = file
+		}
 		var err error
 		if ramp > 0 {
-			rn.tr.Step(fmt.Sprintf("%s iteration %d: ramp-up %s (discarded)", engine, it, ramp))
+			rn.tr.Step(fmt.Sprintf("%s: ramp-up %s (discarded)", iterLabel(it), ramp))
 			_, err = g.Run(ctx, o.runVU, ramp, o.interval, filepath.Join(rn.logs, name+"_rampup.log"))
 		}
 		if err == nil {
-			rn.tr.Step(fmt.Sprintf("%s iteration %d: %d users for %s", engine, it, o.runVU, dur))
+			rn.tr.Step(fmt.Sprintf("%s: %d users for %s", iterLabel(it), o.runVU, dur))
 			res.Out, err = g.Run(ctx, o.runVU, dur, o.interval, filepath.Join(rn.logs, name+"_run.log"))
 		}
 		rn.tr.Done(ramp + dur)
@@ -338,7 +442,7 @@ func (rn *runner) engine(ctx context.Context, engine string) error {
 		}
 		if err != nil {
 			res.Err = s.Why(err).Error()
-			fmt.Fprintf(os.Stderr, "tpcc: %s iteration %d: %s\n", engine, it, res.Err)
+			fmt.Fprintf(os.Stderr, "tpcc: %s: %s\n", iterLabel(it), res.Err)
 		} else {
 			rn.tr.Printf("check passed (%d conditions)", res.Conditions)
 		}

@@ -2,7 +2,8 @@
 // and iteration), transactions.csv (each transaction's count, TPM and
 // latency), timeline.csv (TPM and NOPM per interval), the settings and
 // summary.md, the seed's table: metric, one column per engine, and
-// TidesDB's advantage over each peer.
+// TidesDB's advantage over each peer. A run of several variants writes
+// variants.csv and a summary.md of the variants (variants.go) instead.
 package main
 
 import (
@@ -33,14 +34,16 @@ func runRows(o options, rs []Result) [][]string {
 		if strings.Contains(r.Err, "consistency check FAILED") {
 			check = "FAILED"
 		}
+		v := o.variants[r.Variant]
 		out = append(out, []string{r.Engine, strconv.Itoa(r.Iteration), strconv.Itoa(o.warehouses), strconv.Itoa(o.buildVU),
 			strconv.Itoa(o.runVU), f2(r.BuildSecs), f2(r.Out.TPMC), f2(r.Out.TPMTotal), strconv.FormatInt(r.Out.Count(), 10),
-			strconv.FormatInt(r.Out.Errors(), 10), check, strconv.FormatInt(r.DataBytes, 10), report.FirstLine(r.Err)})
+			strconv.FormatInt(r.Out.Errors(), 10), check, strconv.FormatInt(r.DataBytes, 10), report.FirstLine(r.Err),
+			v.Name(), v.Build.Name, v.Malloc, r.TidesDBBuild})
 	}
 	return out
 }
 
-func txnRows(rs []Result) [][]string {
+func txnRows(o options, rs []Result) [][]string {
 	var out [][]string
 	for _, r := range rs {
 		for _, t := range Txns {
@@ -50,19 +53,19 @@ func txnRows(rs []Result) [][]string {
 					continue
 				}
 				out = append(out, []string{r.Engine, strconv.Itoa(r.Iteration), name, strconv.FormatInt(s.Count, 10),
-					f2(s.TPM), f2(s.Avg), f2(s.P50), f2(s.P90), f2(s.P95), f2(s.P99), f2(s.Max)})
+					f2(s.TPM), f2(s.Avg), f2(s.P50), f2(s.P90), f2(s.P95), f2(s.P99), f2(s.Max), o.variants[r.Variant].Name()})
 			}
 		}
 	}
 	return out
 }
 
-func timelineRows(rs []Result) [][]string {
+func timelineRows(o options, rs []Result) [][]string {
 	var out [][]string
 	for _, r := range rs {
 		for _, p := range r.Out.Timeline {
 			out = append(out, []string{r.Engine, strconv.Itoa(r.Iteration), strconv.FormatFloat(p.Second, 'f', 0, 64),
-				f2(p.TPM), f2(p.NOPM)})
+				f2(p.TPM), f2(p.NOPM), o.variants[r.Variant].Name()})
 		}
 	}
 	return out
@@ -75,10 +78,17 @@ func writeResults(o options, stamp string, rn *runner) error {
 		rows   [][]string
 	}{
 		{"runs.csv", []string{"engine", "iteration", "warehouses", "build_vu", "run_vu", "build_s", "nopm", "tpm",
-			"transactions", "errors", "check", "data_bytes", "error"}, runRows(o, rn.results)},
+			"transactions", "errors", "check", "data_bytes", "error", "variant", "build", "malloc", "tidesdb_build"}, runRows(o, rn.results)},
 		{"transactions.csv", []string{"engine", "iteration", "txn", "count", "tpm", "avg_ms", "p50_ms", "p90_ms",
-			"p95_ms", "p99_ms", "max_ms"}, txnRows(rn.results)},
-		{"timeline.csv", []string{"engine", "iteration", "second", "tpm", "nopm"}, timelineRows(rn.results)},
+			"p95_ms", "p99_ms", "max_ms", "variant"}, txnRows(o, rn.results)},
+		{"timeline.csv", []string{"engine", "iteration", "second", "tpm", "nopm", "variant"}, timelineRows(o, rn.results)},
+	}
+	if o.multi() {
+		files = append(files, struct {
+			name   string
+			header []string
+			rows   [][]string
+		}{"variants.csv", variantHeader, variantCSV(rn.env, aggregate(o.variants, o.engines, rn.results))})
 	}
 	for _, f := range files {
 		if err := report.WriteCSV(filepath.Join(o.out, f.name), f.header, f.rows); err != nil {
@@ -93,7 +103,11 @@ func writeResults(o options, stamp string, rn *runner) error {
 	notes := append([]string{}, rn.Notes...)
 	notes = append(notes, "before the first check, history gets an index on (h_c_w_id, h_c_d_id, h_c_id) on every engine: go-tpc's check 3.3.2.10 scans it per customer")
 	notes = append(notes, rn.MemoryLines(o.engines)...)
+	notes = append(notes, rn.BuildLines(o.engines)...)
 	md := Markdown(o, stamp, rn.results, notes)
+	if o.multi() {
+		md = variantMarkdown(o, stamp, rn.results, notes)
+	}
 	fmt.Print("\n" + md)
 	return os.WriteFile(filepath.Join(o.out, "summary.md"), []byte(md), 0o644)
 }

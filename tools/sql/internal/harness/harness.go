@@ -33,17 +33,28 @@ type Run struct {
 // out/preset.txt, and arranges that an interrupt cancels Ctx, waits (up to
 // a minute) for End, then stops every server and exits 130.
 func Begin(name string, engines []string, out string, lines []string) (*Run, error) {
-	env, err := server.FindEnv()
-	if err != nil {
-		return nil, err
-	}
+	return BeginWith(name, out, lines, func(env server.Env) error { return env.CheckEngines(Plugins(engines)) })
+}
+
+// Plugins are the engines among engines that load a plugin (not InnoDB).
+func Plugins(engines []string) []string {
 	var plugins []string
 	for _, e := range engines {
 		if e != "InnoDB" {
 			plugins = append(plugins, e)
 		}
 	}
-	if err := env.CheckEngines(plugins); err != nil {
+	return plugins
+}
+
+// BeginWith is Begin with the run's own check of the environment (the
+// plugin directories of several builds, say) in place of Begin's.
+func BeginWith(name, out string, lines []string, check func(server.Env) error) (*Run, error) {
+	env, err := server.FindEnv()
+	if err != nil {
+		return nil, err
+	}
+	if err := check(env); err != nil {
 		return nil, err
 	}
 	r := &Run{Env: env, Stamp: report.Stamp(time.Now()), Out: out, finished: make(chan struct{})}
@@ -110,6 +121,8 @@ type Servers struct {
 	Notes    []string
 	memNotes map[string]string
 	peaks    map[string]int64
+	mallocs  map[string][]string // per engine, each distinct note once
+	builds   map[string][]string // per engine, tidesdb_build values
 }
 
 // Note adds a note unless it is already there.
@@ -126,8 +139,13 @@ func (sv *Servers) Note(s string) {
 func (sv *Servers) Started(r *server.Run) {
 	if sv.memNotes == nil {
 		sv.memNotes, sv.peaks = map[string]string{}, map[string]int64{}
+		sv.mallocs, sv.builds = map[string][]string{}, map[string][]string{}
 	}
 	sv.memNotes[r.Engine] = r.MemoryNote
+	sv.mallocs[r.Engine] = addOnce(sv.mallocs[r.Engine], r.MallocNote())
+	if r.TidesDBBuild != "" {
+		sv.builds[r.Engine] = addOnce(sv.builds[r.Engine], r.TidesDBBuild)
+	}
 	sv.Settings = append(sv.Settings, r.Settings...)
 	for _, n := range r.Notes {
 		sv.Note(n)
@@ -158,4 +176,33 @@ func (sv *Servers) MemoryLines(engines []string) []string {
 		}
 	}
 	return l
+}
+
+// BuildLines are "<engine> server: allocator <name> ...; tidesdb_build
+// <flavour>", in the order of engines: what each server ran on, checked
+// after its start (tidesdb_build only where TidesDB was loaded).
+func (sv *Servers) BuildLines(engines []string) []string {
+	var l []string
+	for _, e := range engines {
+		m, ok := sv.mallocs[e]
+		if !ok {
+			continue
+		}
+		line := e + " server: " + strings.Join(m, ", ")
+		if b := sv.builds[e]; len(b) > 0 {
+			line += "; tidesdb_build " + strings.Join(b, ", ")
+		}
+		l = append(l, line)
+	}
+	return l
+}
+
+// addOnce appends s to l unless l holds it.
+func addOnce(l []string, s string) []string {
+	for _, x := range l {
+		if x == s {
+			return l
+		}
+	}
+	return append(l, s)
 }

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -92,7 +93,13 @@ type Options struct {
 	Engines []string // plugins to load (TidesDB and/or RocksDB; InnoDB is built in)
 	CnfFile string   // a user my.cnf included after the preset (optional)
 	Fresh   bool     // wipe the data directory first
-	bare    bool     // no preset lines (reading the defaults)
+	// Malloc is the allocator (Allocators; "" is glibc): any other is
+	// preloaded (LD_PRELOAD) and checked mapped in the server after start.
+	Malloc string
+	// PluginDir overrides Env.PluginDir for this server (a PGO or LTO
+	// build of the plugin, say); "" keeps Env.PluginDir.
+	PluginDir string
+	bare      bool // no preset lines (reading the defaults)
 }
 
 // Server is a running mariadbd.
@@ -104,6 +111,9 @@ type Server struct {
 	cgroup *Cgroup
 	Socket string
 	Log    string
+	// Malloc is the allocator the server runs on (checked in its memory
+	// map), MallocLib the library preloaded ("" for glibc).
+	Malloc, MallocLib string
 	// MemoryNote says how memory was limited ("cgroup v1 limit 1 GiB",
 	// or why not), printed with the results.
 	MemoryNote string
@@ -149,7 +159,26 @@ func Start(ctx context.Context, env Env, o Options) (*Server, error) {
 	if err := o.Preset.Validate(); err != nil {
 		return nil, err
 	}
+	malloc, err := ParseMalloc(o.Malloc)
+	if err != nil {
+		return nil, err
+	}
+	lib, err := MallocLibrary(malloc)
+	if err != nil {
+		return nil, err
+	}
+	if o.PluginDir != "" {
+		if env.PluginDir, err = filepath.Abs(o.PluginDir); err != nil {
+			return nil, err
+		}
+		if st, err := os.Stat(env.PluginDir); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("plugin directory %s not found", env.PluginDir)
+		}
+	}
 	if err := env.CheckEngines(o.Engines); err != nil {
+		return nil, err
+	}
+	if err := portFree(o.Port); err != nil {
 		return nil, err
 	}
 	dir, err := filepath.Abs(o.Dir)
@@ -166,7 +195,8 @@ func Start(ctx context.Context, env Env, o Options) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	s := &Server{env: env, opt: o, Socket: filepath.Join(dir, "mysqld.sock"), Log: filepath.Join(dir, "error.log"), done: make(chan struct{})}
+	s := &Server{env: env, opt: o, Socket: filepath.Join(dir, "mysqld.sock"), Log: filepath.Join(dir, "error.log"), done: make(chan struct{}),
+		Malloc: malloc, MallocLib: lib}
 	if len(s.Socket) > 100 {
 		return nil, fmt.Errorf("socket path %s is too long for a Unix socket: use a shorter server directory", s.Socket)
 	}
@@ -210,6 +240,9 @@ func Start(ctx context.Context, env Env, o Options) (*Server, error) {
 	} else {
 		s.cmd = exec.Command(env.Mariadbd, args...)
 	}
+	// The allocator is preloaded through the environment: with the cgroup
+	// wrapper, /bin/sh runs on it too until it execs mariadbd (same pid).
+	s.cmd.Env = preloadEnv(lib)
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := s.cmd.Start(); err != nil {
 		s.cgroup.Remove()
@@ -247,7 +280,57 @@ func Start(ctx context.Context, env Env, o Options) (*Server, error) {
 			return nil, err
 		}
 	}
+	if err := CheckMalloc(s.Pid(), malloc); err != nil {
+		_ = s.Stop()
+		return nil, err
+	}
 	return s, nil
+}
+
+// BuildUnknown is TidesDBBuild's answer when the plugin does not say.
+const BuildUnknown = "unknown"
+
+// TidesDBBuild is the plugin's build flavour (the status variable
+// tidesdb_build: plain, pgo, lto, pgo+lto), BuildUnknown when the plugin
+// has no such variable or it cannot be read: never an error.
+func (s *Server) TidesDBBuild(ctx context.Context) string {
+	db, err := s.Open("")
+	if err != nil {
+		return BuildUnknown
+	}
+	defer db.Close()
+	var name, v string
+	if err := db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'tidesdb_build'").Scan(&name, &v); err != nil || v == "" {
+		return BuildUnknown
+	}
+	return v
+}
+
+// MallocSettings is the allocator as a row of the settings table when it
+// is not glibc's: not a server variable, but it changes what is measured.
+func (s *Server) MallocSettings(engine string) []Setting {
+	if s.Malloc == Glibc {
+		return nil
+	}
+	return []Setting{{Engine: engine, Variable: "allocator (LD_PRELOAD)", Default: Glibc, Value: s.Malloc}}
+}
+
+// MallocNote says which allocator the server runs on, for the results.
+func (s *Server) MallocNote() string {
+	if s.MallocLib == "" {
+		return "allocator glibc"
+	}
+	return "allocator " + s.Malloc + " (LD_PRELOAD " + s.MallocLib + ", mapped)"
+}
+
+// portFree fails when something already listens on 127.0.0.1:port (a
+// server would exit at start-up with only a bind error in its log).
+func portFree(port int) error {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return fmt.Errorf("port %d on 127.0.0.1 is in use (another server or benchmark running?): give another port: %w", port, err)
+	}
+	return l.Close()
 }
 
 func (s *Server) cnf(data string) string {
@@ -481,6 +564,9 @@ type Run struct {
 	Engine   string
 	Settings []Setting
 	Notes    []string // what could not be done, for the results
+	// TidesDBBuild is the plugin's tidesdb_build status on a TidesDB
+	// server (BuildUnknown when it has none), "" on the others.
+	TidesDBBuild string
 }
 
 // StartRun starts o (Fresh is forced) for engine and creates database db.
@@ -500,6 +586,10 @@ func StartRun(ctx context.Context, env Env, o Options, engine, db string) (*Run,
 	r.Server = s
 	if r.Settings, err = s.Settings(ctx); err != nil {
 		r.Notes = append(r.Notes, "settings of the "+engine+" server not read: "+err.Error())
+	}
+	r.Settings = append(r.Settings, s.MallocSettings(engine)...)
+	if engine == "TidesDB" {
+		r.TidesDBBuild = s.TidesDBBuild(ctx)
 	}
 	conn, err := s.Open("")
 	if err == nil {
