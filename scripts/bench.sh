@@ -18,6 +18,10 @@
 #          cache included, InnoDB on buffered I/O) | seed (equal caches,
 #          InnoDB O_DIRECT, no limit: the seed articles' setting)
 #   HARNESSES="sqlbench tpcc iibench" runs a subset.
+#   BUILD=plain (default) | pgo | lto | pgo-lto: the TidesDB plugin build
+#          (scripts/mariadb/build_plugin.sh; pgo trains it first, ~5 min)
+#   MALLOC=glibc (default) | jemalloc | mimalloc | tcmalloc: every server's
+#          allocator
 # Each harness has a seed-size preset for a bigger machine (see
 # docs/benchmarks-sql.md). The library head-to-head is scripts/bench_lib.sh.
 set -uo pipefail
@@ -28,7 +32,20 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh || die "installing the build dependencies failed"
 bash scripts/mariadb/setup.sh || die "installing the pinned MariaDB server failed"
 getent hosts localhost >/dev/null || echo "127.0.0.1 localhost" >>/etc/hosts
+BUILD="${BUILD:-plain}"
+MALLOC="${MALLOC:-glibc}"
+case "$BUILD" in
+  plain) build_flags=() ;;
+  pgo) build_flags=(--pgo) ;;
+  lto) build_flags=(--lto) ;;
+  pgo-lto) build_flags=(--pgo --lto) ;;
+  *) die "BUILD=$BUILD: want plain, pgo, lto or pgo-lto" ;;
+esac
 bash scripts/mariadb/build_plugin.sh || die "building ha_tidesdb.so failed"
+if [ "$BUILD" != plain ]; then
+  bash scripts/mariadb/build_plugin.sh "${build_flags[@]}" || die "the $BUILD build of ha_tidesdb.so failed"
+  export TIDESQL_PLUGIN_DIR="$TIDESQL_ROOT/build/mariadb-$BUILD/plugin"
+fi
 ensure_gotpc
 ensure_sql_harnesses
 
@@ -39,7 +56,8 @@ stamp="$(date +%Y%m%d_%H%M%S)"
 OUT="$TIDESQL_ROOT/results/sql-$stamp"
 mkdir -p "$OUT"
 echo "bench: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM," \
-     "load average $(cut -d' ' -f1-3 /proc/loadavg); presets $DURABILITY/$MEMORY; results in $OUT"
+     "load average $(cut -d' ' -f1-3 /proc/loadavg); presets $DURABILITY/$MEMORY; plugin build $BUILD," \
+     "allocator $MALLOC; results in $OUT"
 
 status=0
 run() { # name command...
@@ -56,11 +74,11 @@ run() { # name command...
 }
 for h in $HARNESSES; do
   case "$h" in
-    sqlbench) run sqlbench env PRESET=quick DURABILITY="$DURABILITY" MEMORY="$MEMORY" OUT="$OUT/sqlbench" \
+    sqlbench) run sqlbench env PRESET=quick DURABILITY="$DURABILITY" MEMORY="$MEMORY" MALLOC="$MALLOC" OUT="$OUT/sqlbench" \
                 "$SQL_BIN/sqlbench" ;;
-    tpcc) run tpcc "$SQL_BIN/tpcc" --preset quick --durability "$DURABILITY" --memory "$MEMORY" --out "$OUT/tpcc" ;;
+    tpcc) run tpcc "$SQL_BIN/tpcc" --preset quick --durability "$DURABILITY" --memory "$MEMORY" --malloc "$MALLOC" --out "$OUT/tpcc" ;;
     iibench) run iibench "$SQL_BIN/iibench" --config tools/sql/iibench/quick.toml --server \
-               --durability "$DURABILITY" --memory "$MEMORY" --out "$OUT/iibench" ;;
+               --durability "$DURABILITY" --memory "$MEMORY" --malloc "$MALLOC" --out "$OUT/iibench" ;;
     *) die "unknown harness '$h' in HARNESSES (want sqlbench, tpcc, iibench)" ;;
   esac
 done

@@ -50,8 +50,8 @@ reliability() {
 mariadb() {
     # mtr connects to 'localhost': a minimal system may lack the entry.
     getent hosts localhost >/dev/null || echo "127.0.0.1 localhost" >>/etc/hosts
-    # Every step is time-bounded; the whole stage within TOTAL_LIMIT (900 s).
-    TOTAL_LIMIT="${TDB_MARIADB_TOTAL_LIMIT:-900}" bash scripts/mariadb/test_all.sh
+    # Every step is time-bounded; the whole stage within TOTAL_LIMIT (1300 s).
+    TOTAL_LIMIT="${TDB_MARIADB_TOTAL_LIMIT:-1300}" bash scripts/mariadb/test_all.sh
 }
 
 stage unit unit

@@ -159,5 +159,5 @@ maria_declare_plugin(tidesdb){
     0x0001,
     tidesql::g_status_vars,
     tidesql::g_sysvars,
-    "0.1.0",
+    "0.1.0-" TIDESQL_BUILD_KIND,
     MariaDB_PLUGIN_MATURITY_GAMMA} maria_declare_plugin_end;

@@ -271,6 +271,7 @@ struct StatusValues {
   ulonglong unified_memtable_active, tables, column_families;
   ulonglong conflicts, lock_deadlocks, lock_wait_timeouts, write_stalls_busy;
   ulonglong lock_waits, flushes_pending, compactions_pending;
+  char build[16];
 };
 static thread_local StatusValues t_sv;
 
@@ -318,6 +319,7 @@ static const SHOW_VAR status_template[] = {
     SV(lock_waits, SHOW_ULONGLONG),
     SV(flushes_pending, SHOW_ULONGLONG),
     SV(compactions_pending, SHOW_ULONGLONG),
+    SV(build, SHOW_CHAR),
     {NullS, NullS, SHOW_LONG}};
 #undef SV
 static const size_t N_STATUS = array_elements(status_template);
@@ -327,6 +329,8 @@ static thread_local SHOW_VAR t_status_array[N_STATUS];
 static int show_tidesdb_vars(THD *, SHOW_VAR *var, void *, struct system_status_var *, enum enum_var_type) {
   StatusValues &v = t_sv;
   memset(&v, 0, sizeof v);
+  static_assert(sizeof(TIDESQL_BUILD_KIND) <= sizeof v.build, "build kind too long");
+  memcpy(v.build, TIDESQL_BUILD_KIND, sizeof(TIDESQL_BUILD_KIND));
   tdb_stats_t st;
   if (g_db && tdb_get_stats(g_db, NULL, &st) == TDB_OK) {
     v.block_cache_hits = st.block_cache_hits;

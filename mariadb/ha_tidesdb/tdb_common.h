@@ -36,6 +36,13 @@
 
 #include <string>
 
+/* Which build of the engine this is: plain, pgo, lto or pgo+lto, set by
+ * scripts/mariadb/build_plugin.sh (status variable tidesdb_build and the
+ * plugin's version string in information_schema.PLUGINS). */
+#ifndef TIDESQL_BUILD_KIND
+#define TIDESQL_BUILD_KIND "plain"
+#endif
+
 namespace tidesql {
 
 /* The one open database and the engine's handlerton (plugin.cc). */

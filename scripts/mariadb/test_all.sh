@@ -5,11 +5,12 @@
 #   workloads) -> sysbench at REPEATABLE READ, optimistic -> TPC-C (go-tpc,
 #   2 warehouses, 2 threads, 60 s, check) -> crash test (kill -9 during
 #   sysbench writes and during TPC-C) -> harness_smoke (each SQL benchmark
-#   harness for a few seconds on one engine).
+#   harness for a few seconds on one engine) -> pgo (the PGO build: missing
+#   and stale profiles refused, a full --pgo build loads and serves).
 # Prints one line per step and a final "N passed, N failed"; exits non-zero
 # if any step failed. Logs: build/mariadb/test_all/<step>.log.
 # Environment: SKIP="step ..." to skip steps; SMOKE_TIME=5 TPCC_TIME=60s;
-# TOTAL_LIMIT=seconds bounds the whole run (default 900): a step gets at
+# TOTAL_LIMIT=seconds bounds the whole run (default 1300): a step gets at
 # most what is left of it, a step with nothing left fails unrun.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -20,7 +21,7 @@ mkdir -p "$LOGS"
 passed=0
 failed=0
 broken=""   # a failed step the following ones need
-TOTAL_LIMIT="${TOTAL_LIMIT:-900}"
+TOTAL_LIMIT="${TOTAL_LIMIT:-1300}"
 t_start=$SECONDS
 
 step() { # name timeout_seconds needs_build command...
@@ -64,6 +65,7 @@ step sysbench_rr_optimistic 300 1 env TIME="${SMOKE_TIME:-5}" ISOLATION=REPEATAB
 step tpcc 900 1 env TIME="${TPCC_TIME:-60s}" bash "$here/tpcc.sh"
 step crash 600 1 bash "$here/crash_test.sh"
 step harness_smoke 600 1 bash "$here/harness_test.sh" --smoke
+step pgo 600 1 bash "$here/pgo_test.sh"
 
 echo "test_all: TideSQL: $passed passed, $failed failed in $((SECONDS - t_start)) s (budget ${TOTAL_LIMIT}s)"
 echo "$passed passed, $failed failed"

@@ -136,6 +136,22 @@ func TestShippedTaskFiles(t *testing.T) {
 	if len(quick) != 6 || len(engines) != 6 || planned > 5*time.Minute {
 		t.Errorf("quick.toml: %d tasks, %v, %v planned", len(quick), engines, planned)
 	}
+	// The PGO training queue (build_plugin.sh --pgo): TidesDB only, a load
+	// then a mixed phase, well under a minute.
+	train, err := LoadConfig(filepath.Join("..", "..", "iibench", "train.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned = 0
+	for _, q := range train {
+		planned += q.Duration
+		if q.Engine != "TidesDB" {
+			t.Errorf("train.toml: task %s on %s, want TidesDB only", q.Name, q.Engine)
+		}
+	}
+	if len(train) != 2 || train[0].Phase() == train[1].Phase() || planned > time.Minute {
+		t.Errorf("train.toml: %d tasks, %v planned", len(train), planned)
+	}
 }
 
 // with replaces line `key = ...` of task n (1-based) or adds it.
