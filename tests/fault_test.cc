@@ -36,7 +36,7 @@
 
 extern "C" {
 #include "db/db.h"
-#include "env/env_fault.h"
+#include "testing/env_fault.h"
 #include "version/manifest.h"
 #include "version/table_cache.h"
 }

@@ -26,6 +26,17 @@
 extern "C" {
 #endif
 
+/* TDB_API marks the exported interface: the library is built with
+ * -fvisibility=hidden, so libtidesdb.so exports exactly the functions
+ * declared with it here and nothing of its internals. */
+#ifndef TDB_API
+#if defined(__GNUC__) || defined(__clang__)
+#define TDB_API __attribute__((visibility("default")))
+#else
+#define TDB_API
+#endif
+#endif
+
 #define TIDESDB_VERSION_MAJOR 0
 #define TIDESDB_VERSION_MINOR 1
 #define TIDESDB_VERSION_PATCH 0
@@ -72,9 +83,9 @@ enum {
  * no acknowledged write is lost. */
 
 /* Static name of an error code ("not found", "corruption", ...). */
-const char *tdb_strerror(int code);
+TDB_API const char *tdb_strerror(int code);
 /* Detail of the last error raised on this thread ("" if none). */
-const char *tdb_last_error(void);
+TDB_API const char *tdb_last_error(void);
 
 /* ---------------------------------------------------------------------- */
 /* Configuration                                                           */
@@ -164,8 +175,8 @@ typedef struct tdb_config {
     tdb_cf_config_t default_cf;        /* settings of the "default" family */
 } tdb_config_t;
 
-void tdb_config_default(tdb_config_t *cfg);
-void tdb_cf_config_default(tdb_cf_config_t *cfg);
+TDB_API void tdb_config_default(tdb_config_t *cfg);
+TDB_API void tdb_cf_config_default(tdb_cf_config_t *cfg);
 
 /* ---------------------------------------------------------------------- */
 /* Database and column families                                            */
@@ -179,55 +190,55 @@ typedef struct tdb_snapshot tdb_snapshot_t;
 /* Open (creating if allowed) the database in directory `path`. cfg may be
  * NULL for defaults. Only one process may hold a database open:
  * TDB_ERR_LOCKED otherwise. Replays the write-ahead log after a crash. */
-int tdb_open(const char *path, const tdb_config_t *cfg, tdb_t **out);
+TDB_API int tdb_open(const char *path, const tdb_config_t *cfg, tdb_t **out);
 
 /* Flush nothing, wait for background work to stop, release every
  * resource. Handles derived from db (cf, iterators, snapshots) must not be
  * used afterwards. Data already acknowledged stays durable per its mode;
  * unflushed memtables are recovered from the WAL on the next open. */
-int tdb_close(tdb_t *db);
+TDB_API int tdb_close(tdb_t *db);
 
 /* The "default" column family always exists and cannot be dropped. */
 #define TDB_DEFAULT_CF "default"
 
 /* Create a column family (cfg NULL = defaults). TDB_ERR_EXISTS if present. */
-int tdb_create_cf(tdb_t *db, const char *name, const tdb_cf_config_t *cfg,
-                  tdb_cf_t **out);
+TDB_API int tdb_create_cf(tdb_t *db, const char *name, const tdb_cf_config_t *cfg,
+                          tdb_cf_t **out);
 /* Drop a column family and delete its data. Its handle becomes invalid
  * (TDB_ERR_CLOSED on use) once the last iterator on it is destroyed. */
-int tdb_drop_cf(tdb_t *db, const char *name);
+TDB_API int tdb_drop_cf(tdb_t *db, const char *name);
 /* Look up a column family handle by name: TDB_ERR_NOT_FOUND if absent. */
-int tdb_get_cf(tdb_t *db, const char *name, tdb_cf_t **out);
+TDB_API int tdb_get_cf(tdb_t *db, const char *name, tdb_cf_t **out);
 /* Names of all column families; free each name and the array with
  * tdb_free(). */
-int tdb_list_cfs(tdb_t *db, char ***names, size_t *count);
+TDB_API int tdb_list_cfs(tdb_t *db, char ***names, size_t *count);
 /* Name and settings of a column family. */
-const char *tdb_cf_name(const tdb_cf_t *cf);
-int tdb_cf_get_config(const tdb_cf_t *cf, tdb_cf_config_t *out);
+TDB_API const char *tdb_cf_name(const tdb_cf_t *cf);
+TDB_API int tdb_cf_get_config(const tdb_cf_t *cf, tdb_cf_config_t *out);
 
-void tdb_free(void *ptr);
+TDB_API void tdb_free(void *ptr);
 
 /* ---------------------------------------------------------------------- */
 /* Writes                                                                  */
 /* ---------------------------------------------------------------------- */
 /* A batch is applied atomically, across column families, in order: later
  * operations on the same key win. */
-int  tdb_batch_create(tdb_batch_t **out);
-void tdb_batch_destroy(tdb_batch_t *b);
-void tdb_batch_clear(tdb_batch_t *b);
+TDB_API int  tdb_batch_create(tdb_batch_t **out);
+TDB_API void tdb_batch_destroy(tdb_batch_t *b);
+TDB_API void tdb_batch_clear(tdb_batch_t *b);
 /* ttl_seconds > 0: the key reads as absent once that many seconds pass. */
-int  tdb_batch_put(tdb_batch_t *b, tdb_cf_t *cf, const void *key, size_t klen,
-                   const void *val, size_t vlen, int64_t ttl_seconds);
-int  tdb_batch_delete(tdb_batch_t *b, tdb_cf_t *cf, const void *key,
-                      size_t klen);
+TDB_API int  tdb_batch_put(tdb_batch_t *b, tdb_cf_t *cf, const void *key, size_t klen,
+                           const void *val, size_t vlen, int64_t ttl_seconds);
+TDB_API int  tdb_batch_delete(tdb_batch_t *b, tdb_cf_t *cf, const void *key,
+                              size_t klen);
 /* Delete every key k with start <= k < end (bytewise; start must sort
  * before end, else TDB_ERR_INVALID_ARG; both 1..TDB_MAX_KEY_SIZE bytes).
  * Costs one entry whatever the range holds: gets and iterators (also of
  * transactions) stop seeing the keys at once, snapshots taken before keep
  * seeing them, and compaction reclaims the space later. Keys written after
  * it (later in the batch, or later batches) are not affected. */
-int  tdb_batch_delete_range(tdb_batch_t *b, tdb_cf_t *cf, const void *start,
-                            size_t slen, const void *end, size_t elen);
+TDB_API int  tdb_batch_delete_range(tdb_batch_t *b, tdb_cf_t *cf, const void *start,
+                                    size_t slen, const void *end, size_t elen);
 /* Delete a key that was written (put) exactly once since it was last
  * deleted, or never: reads treat it as a delete, and compaction drops it
  * together with that one put as soon as they meet, instead of keeping a
@@ -236,9 +247,9 @@ int  tdb_batch_delete_range(tdb_batch_t *b, tdb_cf_t *cf, const void *start,
  * last delete (or the put overwrote a TTL value, etc.) the result is
  * undefined: an older put may reappear. Never mix it with tdb_delete or
  * a second put of the same key before the single delete. */
-int  tdb_batch_single_delete(tdb_batch_t *b, tdb_cf_t *cf, const void *key,
-                             size_t klen);
-size_t tdb_batch_count(const tdb_batch_t *b);
+TDB_API int  tdb_batch_single_delete(tdb_batch_t *b, tdb_cf_t *cf, const void *key,
+                                     size_t klen);
+TDB_API size_t tdb_batch_count(const tdb_batch_t *b);
 
 /* Apply a batch. Durable when it returns per the strictest sync mode among
  * the batch's column families.
@@ -249,40 +260,40 @@ size_t tdb_batch_count(const tdb_batch_t *b);
  * the write's stall timeout (tdb_write_options_t, else the config's
  * write_stall_timeout_ms; counted from the call), or whenever 30 s pass
  * without any flush or compaction finishing. Retry later. */
-int tdb_write(tdb_t *db, tdb_batch_t *b);
+TDB_API int tdb_write(tdb_t *db, tdb_batch_t *b);
 
 typedef struct tdb_write_options {
     int64_t stall_timeout_ms; /* back-pressure wait bound: 0 = the config's
                                  write_stall_timeout_ms, < 0 = no bound */
 } tdb_write_options_t;
-void tdb_write_options_default(tdb_write_options_t *o);
+TDB_API void tdb_write_options_default(tdb_write_options_t *o);
 /* tdb_write with options (opts NULL = defaults). */
-int tdb_write_opt(tdb_t *db, tdb_batch_t *b, const tdb_write_options_t *opts);
-int tdb_put(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen,
-            const void *val, size_t vlen, int64_t ttl_seconds);
-int tdb_delete(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen);
+TDB_API int tdb_write_opt(tdb_t *db, tdb_batch_t *b, const tdb_write_options_t *opts);
+TDB_API int tdb_put(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen,
+                    const void *val, size_t vlen, int64_t ttl_seconds);
+TDB_API int tdb_delete(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen);
 /* Make every write acknowledged so far durable (fsync the WAL), whatever
  * the column families' sync modes: e.g. after DDL in NONE mode. */
-int tdb_sync(tdb_t *db);
+TDB_API int tdb_sync(tdb_t *db);
 /* One-operation batches of tdb_batch_delete_range / tdb_batch_single_delete. */
-int tdb_delete_range(tdb_t *db, tdb_cf_t *cf, const void *start, size_t slen,
-                     const void *end, size_t elen);
-int tdb_single_delete(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen);
+TDB_API int tdb_delete_range(tdb_t *db, tdb_cf_t *cf, const void *start, size_t slen,
+                             const void *end, size_t elen);
+TDB_API int tdb_single_delete(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen);
 
 /* ---------------------------------------------------------------------- */
 /* Reads                                                                   */
 /* ---------------------------------------------------------------------- */
 /* A snapshot pins a point in time: reads through it never see later
  * writes, and the data it can see is kept until it is released. */
-tdb_snapshot_t *tdb_snapshot_create(tdb_t *db);
-void tdb_snapshot_release(tdb_t *db, tdb_snapshot_t *snap);
-uint64_t tdb_snapshot_sequence(const tdb_snapshot_t *snap);
+TDB_API tdb_snapshot_t *tdb_snapshot_create(tdb_t *db);
+TDB_API void tdb_snapshot_release(tdb_t *db, tdb_snapshot_t *snap);
+TDB_API uint64_t tdb_snapshot_sequence(const tdb_snapshot_t *snap);
 
 /* Point lookup (snap NULL = latest). On TDB_OK *val is a malloc'd copy
  * (release with tdb_free) of *vlen bytes; TDB_ERR_NOT_FOUND if absent,
  * deleted or expired. */
-int tdb_get(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap,
-            const void *key, size_t klen, void **val, size_t *vlen);
+TDB_API int tdb_get(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap,
+                    const void *key, size_t klen, void **val, size_t *vlen);
 
 /* Approximate number of entries with key in [lo, hi) for query planning:
  * lo_len 0 = from the first key, hi NULL = to the last. Every stored
@@ -291,28 +302,28 @@ int tdb_get(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap,
  * indexes (files inside the range count whole; a range within two blocks
  * of a table is counted in them). Exact below 64 memtable entries;
  * otherwise typically within 2x. An empty or inverted range is 0. */
-int tdb_approximate_count(tdb_t *db, tdb_cf_t *cf, const void *lo, size_t lo_len,
-                          const void *hi, size_t hi_len, uint64_t *count);
+TDB_API int tdb_approximate_count(tdb_t *db, tdb_cf_t *cf, const void *lo, size_t lo_len,
+                                  const void *hi, size_t hi_len, uint64_t *count);
 
 /* Iterators read a consistent point-in-time view of one column family
  * (snap NULL = the moment of creation). */
-int  tdb_iter_create(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap,
-                     tdb_iter_t **out);
-void tdb_iter_destroy(tdb_iter_t *it);
-void tdb_iter_seek_to_first(tdb_iter_t *it);
-void tdb_iter_seek_to_last(tdb_iter_t *it);
+TDB_API int  tdb_iter_create(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap,
+                             tdb_iter_t **out);
+TDB_API void tdb_iter_destroy(tdb_iter_t *it);
+TDB_API void tdb_iter_seek_to_first(tdb_iter_t *it);
+TDB_API void tdb_iter_seek_to_last(tdb_iter_t *it);
 /* First key >= key. */
-void tdb_iter_seek(tdb_iter_t *it, const void *key, size_t klen);
+TDB_API void tdb_iter_seek(tdb_iter_t *it, const void *key, size_t klen);
 /* Last key <= key. */
-void tdb_iter_seek_for_prev(tdb_iter_t *it, const void *key, size_t klen);
-void tdb_iter_next(tdb_iter_t *it);
-void tdb_iter_prev(tdb_iter_t *it);
-int  tdb_iter_valid(const tdb_iter_t *it);
+TDB_API void tdb_iter_seek_for_prev(tdb_iter_t *it, const void *key, size_t klen);
+TDB_API void tdb_iter_next(tdb_iter_t *it);
+TDB_API void tdb_iter_prev(tdb_iter_t *it);
+TDB_API int  tdb_iter_valid(const tdb_iter_t *it);
 /* Valid until the iterator moves or is destroyed. */
-const void *tdb_iter_key(const tdb_iter_t *it, size_t *klen);
-const void *tdb_iter_value(const tdb_iter_t *it, size_t *vlen);
+TDB_API const void *tdb_iter_key(const tdb_iter_t *it, size_t *klen);
+TDB_API const void *tdb_iter_value(const tdb_iter_t *it, size_t *vlen);
 /* TDB_OK, or the error that made the iterator invalid (e.g. corruption). */
-int  tdb_iter_status(const tdb_iter_t *it);
+TDB_API int  tdb_iter_status(const tdb_iter_t *it);
 
 /* ---------------------------------------------------------------------- */
 /* Transactions                                                            */
@@ -363,66 +374,66 @@ typedef struct tdb_txn_options {
 
 typedef struct tdb_txn tdb_txn_t;
 
-void tdb_txn_options_default(tdb_txn_options_t *o);
+TDB_API void tdb_txn_options_default(tdb_txn_options_t *o);
 /* Begin a transaction (opts NULL = defaults). */
-int  tdb_txn_begin(tdb_t *db, const tdb_txn_options_t *opts, tdb_txn_t **out);
-int  tdb_txn_put(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t klen,
-                 const void *val, size_t vlen, int64_t ttl_seconds);
-int  tdb_txn_delete(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t klen);
+TDB_API int  tdb_txn_begin(tdb_t *db, const tdb_txn_options_t *opts, tdb_txn_t **out);
+TDB_API int  tdb_txn_put(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t klen,
+                         const void *val, size_t vlen, int64_t ttl_seconds);
+TDB_API int  tdb_txn_delete(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t klen);
 /* Buffered single delete (see tdb_batch_single_delete for the contract);
  * conflict-checked like a delete. */
-int  tdb_txn_single_delete(tdb_txn_t *t, tdb_cf_t *cf, const void *key,
-                           size_t klen);
+TDB_API int  tdb_txn_single_delete(tdb_txn_t *t, tdb_cf_t *cf, const void *key,
+                                   size_t klen);
 /* Read through the transaction: its own writes first, then the database
  * at the isolation level's snapshot. */
-int  tdb_txn_get(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t klen,
-                 void **val, size_t *vlen);
+TDB_API int  tdb_txn_get(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t klen,
+                         void **val, size_t *vlen);
 /* As tdb_txn_get, and lock the key (pessimistic: shared or exclusive row
  * lock; optimistic: the key joins the conflict check of SNAPSHOT). */
-int  tdb_txn_get_for_update(tdb_txn_t *t, tdb_cf_t *cf, const void *key,
-                            size_t klen, int exclusive, void **val,
-                            size_t *vlen);
+TDB_API int  tdb_txn_get_for_update(tdb_txn_t *t, tdb_cf_t *cf, const void *key,
+                                    size_t klen, int exclusive, void **val,
+                                    size_t *vlen);
 /* Iterator over the transaction's view: its own writes merged with the
  * snapshot. Valid until the transaction ends. */
-int  tdb_txn_iter_create(tdb_txn_t *t, tdb_cf_t *cf, tdb_iter_t **out);
-int  tdb_txn_commit(tdb_txn_t *t);
-int  tdb_txn_rollback(tdb_txn_t *t);
+TDB_API int  tdb_txn_iter_create(tdb_txn_t *t, tdb_cf_t *cf, tdb_iter_t **out);
+TDB_API int  tdb_txn_commit(tdb_txn_t *t);
+TDB_API int  tdb_txn_rollback(tdb_txn_t *t);
 /* Named savepoints nest; rolling back to one undoes later writes and
  * releases locks taken after it; releasing forgets it. */
-int  tdb_txn_savepoint(tdb_txn_t *t, const char *name);
-int  tdb_txn_rollback_to_savepoint(tdb_txn_t *t, const char *name);
-int  tdb_txn_release_savepoint(tdb_txn_t *t, const char *name);
+TDB_API int  tdb_txn_savepoint(tdb_txn_t *t, const char *name);
+TDB_API int  tdb_txn_rollback_to_savepoint(tdb_txn_t *t, const char *name);
+TDB_API int  tdb_txn_release_savepoint(tdb_txn_t *t, const char *name);
 /* Begin again with the same handle after commit or rollback. */
-int  tdb_txn_reset(tdb_txn_t *t, const tdb_txn_options_t *opts);
+TDB_API int  tdb_txn_reset(tdb_txn_t *t, const tdb_txn_options_t *opts);
 /* Roll back if active and free. */
-void tdb_txn_free(tdb_txn_t *t);
+TDB_API void tdb_txn_free(tdb_txn_t *t);
 /* Wake a lock wait of t from another thread (it returns TDB_ERR_ABORTED). */
-void tdb_txn_cancel_wait(tdb_txn_t *t);
+TDB_API void tdb_txn_cancel_wait(tdb_txn_t *t);
 /* Sequence number of the transaction's snapshot. */
-uint64_t tdb_txn_snapshot_sequence(const tdb_txn_t *t);
+TDB_API uint64_t tdb_txn_snapshot_sequence(const tdb_txn_t *t);
 
 /* ---------------------------------------------------------------------- */
 /* Maintenance and statistics                                              */
 /* ---------------------------------------------------------------------- */
 /* Flush the memtables of cf (NULL = all families) to disk and wait. */
-int tdb_flush(tdb_t *db, tdb_cf_t *cf);
+TDB_API int tdb_flush(tdb_t *db, tdb_cf_t *cf);
 /* Compact cf (NULL = all) fully down its levels and wait. */
-int tdb_compact(tdb_t *db, tdb_cf_t *cf);
+TDB_API int tdb_compact(tdb_t *db, tdb_cf_t *cf);
 /* Wait until no flush or compaction is queued or running and the tree has
  * its idle shape (level 1 below l1_file_count_trigger, which while writes
  * continue may batch up to twice that). Returns TDB_ERR_BUSY at once while
  * background work is paused. */
-int tdb_wait_idle(tdb_t *db);
+TDB_API int tdb_wait_idle(tdb_t *db);
 /* Pause background work (RocksDB's PauseBackgroundWork): waits for running
  * flushes and compactions to finish and starts no new ones until a matching
  * tdb_continue_background. Calls nest (a count). Meanwhile writes fill the
  * memtables and then meet back-pressure (TDB_ERR_BUSY after their stall
  * timeout); tdb_flush and tdb_compact still work, in the calling thread;
  * tdb_close works. Meant for tests and maintenance windows. */
-int tdb_pause_background(tdb_t *db);
+TDB_API int tdb_pause_background(tdb_t *db);
 /* Undo one pause; at zero, background work resumes. TDB_ERR_INVALID_ARG if
  * not paused. */
-int tdb_continue_background(tdb_t *db);
+TDB_API int tdb_continue_background(tdb_t *db);
 
 typedef struct tdb_level_stats {
     uint64_t files;
@@ -467,7 +478,7 @@ typedef struct tdb_stats {
 
 /* cf NULL = whole database. Write amplification is
  * (wal + flush + compaction bytes written) / user bytes written. */
-int tdb_get_stats(tdb_t *db, tdb_cf_t *cf, tdb_stats_t *out);
+TDB_API int tdb_get_stats(tdb_t *db, tdb_cf_t *cf, tdb_stats_t *out);
 
 #ifdef __cplusplus
 }

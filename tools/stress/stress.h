@@ -30,7 +30,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "env/env_fault.h"
+#include "testing/env_fault.h"
 #include "tidesdb/tidesdb.h"
 
 #ifdef __cplusplus

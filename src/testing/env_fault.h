@@ -1,5 +1,5 @@
 /*
- * env/env_fault: a fault-injecting env_t wrapping another env (normally
+ * testing/env_fault: a fault-injecting env_t wrapping another env (normally
  * env_posix()). Used by tests, the stress tool and the crash loop; never by
  * the engine itself. The model follows LevelDB's fault-injection env and
  * SQLite's crash/IO-error VFS (docs/design/reliability.md).
@@ -54,8 +54,8 @@
  *    collapsing repeated '/' and dropping a trailing '/'.
  *  - Thread-safe: any number of threads may use the env and its files.
  */
-#ifndef TDB_ENV_ENV_FAULT_H
-#define TDB_ENV_ENV_FAULT_H
+#ifndef TDB_TESTING_ENV_FAULT_H
+#define TDB_TESTING_ENV_FAULT_H
 
 #include <stdint.h>
 

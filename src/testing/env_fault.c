@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "env/env_fault.h"
+#include "testing/env_fault.h"
 #include "util/error.h"
 
 #define MAX_RULES 32
