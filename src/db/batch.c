@@ -299,8 +299,7 @@ int batch_iterate(slice_t rep, batch_visit_fn fn, void *ctx) {
             return tdb_err(TDB_ERR_CORRUPTION, "batch: unknown entry type %u", e.type);
         }
         if (e.key.size == 0) return tdb_err(TDB_ERR_CORRUPTION, "batch: empty key in entry %u", i);
-        int rc = fn(ctx, seq + i, &e);
-        if (rc != TDB_OK) return rc;
+        TDB_RET(fn(ctx, seq + i, &e));
     }
     if (p != limit) return tdb_err(TDB_ERR_CORRUPTION, "batch: %zu trailing bytes", (size_t)(limit - p));
     return TDB_OK;

@@ -114,8 +114,7 @@ int db_write_level1(tdb_t *db, tdb_cf_t *cf, memtable_t *m, version_edit_t *edit
 /* Install edit on cf's current version and persist (manifest_mu and mu held). */
 static int install_edit(tdb_t *db, tdb_cf_t *cf, version_edit_t *edit) {
     version_t *nv = NULL;
-    int rc = version_apply(cf->current, edit, &nv);
-    if (rc != TDB_OK) return rc;
+    TDB_RET(version_apply(cf->current, edit, &nv));
     version_t *old = cf->current;
     cf->current = nv;
     version_unref(old);

@@ -134,9 +134,8 @@ int db_build_manifest(tdb_t *db, manifest_t *m) {
 /* Persist the current state as the manifest (manifest_mu and mu held). */
 int db_write_manifest_locked(tdb_t *db) {
     manifest_t m;
-    int rc = db_build_manifest(db, &m);
-    if (rc != TDB_OK) return rc;
-    rc = manifest_write(db->env, db->path, &m);
+    TDB_RET(db_build_manifest(db, &m));
+    int rc = manifest_write(db->env, db->path, &m);
     manifest_free(&m);
     if (rc != TDB_OK) {
         db_log(db, TDB_LOG_ERROR, "manifest write failed: %s", tdb_last_error());

@@ -280,8 +280,7 @@ err:
 }
 
 int tdb_iter_create(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap, tdb_iter_t **out) {
-    int rc = db_check_cf(db, cf);
-    if (rc != TDB_OK) return rc;
+    TDB_RET(db_check_cf(db, cf));
     if (!out) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_iter_create: out is NULL");
     return db_iter_create(db, cf, snap ? tdb_snapshot_sequence(snap) : atomic_load(&db->visible_seq), NULL, out);
 }

@@ -133,8 +133,7 @@ done:
 
 int tdb_approximate_count(tdb_t *db, tdb_cf_t *cf, const void *lo, size_t lo_len, const void *hi, size_t hi_len,
                           uint64_t *count) {
-    int rc = db_check_cf(db, cf);
-    if (rc != TDB_OK) return rc;
+    TDB_RET(db_check_cf(db, cf));
     if (!count) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_approximate_count: NULL output");
     *count = 0;
     if ((lo_len && !lo) || (hi_len && !hi)) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_approximate_count: NULL bound");
@@ -179,8 +178,7 @@ static void add_cf_stats(tdb_cf_t *cf, tdb_stats_t *s) {
 int tdb_get_stats(tdb_t *db, tdb_cf_t *cf, tdb_stats_t *out) {
     if (!db || !out) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_get_stats: NULL argument");
     if (cf) {
-        int rc = db_check_cf(db, cf);
-        if (rc != TDB_OK) return rc;
+        TDB_RET(db_check_cf(db, cf));
     }
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&db->mu);

@@ -76,8 +76,7 @@ static int resume_wal_after_nospace(tdb_t *db) {
     char path[4096];
     wal_writer_t *nw = NULL;
     db_wal_name(path, sizeof path, db->path, db->wal_number);
-    int rc = wal_writer_open(db->env, path, &nw);
-    if (rc != TDB_OK) return rc;
+    TDB_RET(wal_writer_open(db->env, path, &nw));
     pthread_mutex_lock(&db->wal_mu);
     wal_writer_t *old = db->wal;
     db->wal = nw;
@@ -328,8 +327,8 @@ static int unified_switch_if_full(tdb_t *db, bool *rotated) {
             rc = db_rotate_wal(db);
             *rotated = true;
         }
-        if (rc == TDB_OK) rc = db_switch_memtable(db, cf);
-        if (rc != TDB_OK) return rc;
+        TDB_RET(rc);
+        TDB_RET(db_switch_memtable(db, cf));
     }
     return TDB_OK;
 }
@@ -341,7 +340,8 @@ static int switch_cf(tdb_t *db, tdb_cf_t *cf, bool *rotated) {
         rc = db_rotate_wal(db);
         *rotated = true;
     }
-    return rc == TDB_OK ? db_switch_memtable(db, cf) : rc;
+    TDB_RET(rc);
+    return db_switch_memtable(db, cf);
 }
 
 /* Take the queued writers whose back-pressure bound passed out of the queue
@@ -401,16 +401,14 @@ static int make_room(tdb_t *db, writer_t *self, writer_t **last, int *n, tdb_cf_
         if (db->cfg.unified_memtable) {
             /* One write buffer for every family: when the families' active
              * memtables together reach its size, all switch at once. */
-            int rc = unified_switch_if_full(db, &rotated);
-            if (rc != TDB_OK) return rc;
+            TDB_RET(unified_switch_if_full(db, &rotated));
         }
         for (int i = 0; i < ncfs; i++) {
             tdb_cf_t *cf = cfs[i];
             if (atomic_load(&cf->dropped)) continue;
             size_t limit = cf_write_buffer_limit(db, cf);
             if (memtable_memory_usage(cf->mem.mem) >= limit && cf->nimm < cf->cfg.l0_queue_stall_threshold) {
-                int rc = switch_cf(db, cf, &rotated);
-                if (rc != TDB_OK) return rc;
+                TDB_RET(switch_cf(db, cf, &rotated));
             }
             double p = cf_pressure(cf);
             if (memtable_memory_usage(cf->mem.mem) >= limit) p = 1.0; /* full, queue full */
@@ -423,8 +421,7 @@ static int make_room(tdb_t *db, writer_t *self, writer_t **last, int *n, tdb_cf_
         double pm = (double)st->total / (double)db->memtable_budget;
         bool early = pm >= 0.9 && st->largest && memtable_memory_usage(st->largest->mem.mem) >= (64u << 10);
         if (early) {
-            int rc = switch_cf(db, st->largest, &rotated);
-            if (rc != TDB_OK) return rc;
+            TDB_RET(switch_cf(db, st->largest, &rotated));
         }
         double pmem = SLOWDOWN_PRESSURE + (pm - SLOWDOWN_MEMORY_SHARE) * 2;
         if (pm >= 1.0) pressure = 1.0;
@@ -675,7 +672,7 @@ static int apply_group(tdb_t *db, writer_t *self, writer_t *last) {
     while (pending > 0) pthread_cond_wait(&self->cv, &db->mu);
     for (writer_t *w = self->next; w && self != last; w = w->next) {
         if (w->pending) {
-            if (rc == TDB_OK) rc = w->apply_rc;
+            TDB_TRET(w->apply_rc);
             w->pending = NULL;
         }
         if (w == last) break;
@@ -743,8 +740,7 @@ static void commit_group(tdb_t *db, writer_t *self) {
         if (w->rc == TDB_OK && w->validate) w->rc = w->validate(w->vctx, db, &gk);
         if (w->rc == TDB_OK) {
             if (any_validate && w != last) {
-                int r = batch_iterate(batch_rep(w->batch), gk_visit, &gk);
-                if (r != TDB_OK) rc = r;
+                TDB_TRET(batch_iterate(batch_rep(w->batch), gk_visit, &gk));
             }
             batch_set_seq(w->batch, seq);
             seq += tdb_batch_count(w->batch);
@@ -842,8 +838,7 @@ int db_write_bounded(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx
     w.validate = fn;
     w.vctx = ctx;
     for (int i = 0; i < ncfs; i++) {
-        int rc = db_check_cf(db, cfs[i]);
-        if (rc != TDB_OK) return rc;
+        TDB_RET(db_check_cf(db, cfs[i]));
         int mode = db_cf_sync_mode(db, cfs[i]);
         w.sync |= mode == TDB_SYNC_FULL;
         w.interval |= mode == TDB_SYNC_INTERVAL;

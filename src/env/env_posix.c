@@ -247,8 +247,7 @@ static void copy_in_order(char *dst, const char *src, size_t n) {
 static int append_mapped(posix_file_t *f, const char *p, size_t n) {
     while (n > 0) {
         if (!f->map || f->size >= f->map_off + LOG_WINDOW) {
-            int rc = map_window(f);
-            if (rc != TDB_OK) return rc;
+            TDB_RET(map_window(f));
             if (!f->mapped) return 1; /* caller continues with write() */
         }
         size_t room = (size_t)(f->map_off + LOG_WINDOW - f->size), k = n < room ? n : room;

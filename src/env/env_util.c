@@ -12,8 +12,7 @@
 /* Read exactly n bytes at off; a short file is corruption. */
 int env_read_exact(env_file_t *f, uint64_t off, void *buf, size_t n, const char *what) {
     size_t got = 0;
-    int rc = env_pread(f, off, buf, n, &got);
-    if (rc != TDB_OK) return rc;
+    TDB_RET(env_pread(f, off, buf, n, &got));
     if (got < n)
         return tdb_err(TDB_ERR_CORRUPTION, "%s: short read at offset %llu: wanted %zu bytes, file has %zu",
                        what ? what : "file", (unsigned long long)off, n, got);

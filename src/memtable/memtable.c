@@ -143,8 +143,7 @@ int memtable_add_hint(memtable_t *m, memtable_hint_t *hint, uint64_t seq, unsign
     char *e;
     int height;
     rd_node_t *node;
-    int rc = mt_build(m, seq, type, user_key, value, &e, &height, &node);
-    if (rc != TDB_OK) return rc;
+    TDB_RET(mt_build(m, seq, type, user_key, value, &e, &height, &node));
     if (hint) skiplist_insert_splice(m->list, e, height, &hint->splice);
     else skiplist_insert(m->list, e, height);
     mt_account(m, type, node);
@@ -158,8 +157,7 @@ int memtable_add_sorted(memtable_t *m, const memtable_item_t *items, size_t n) {
         memtable_hint_t hint;
         memtable_hint_init(&hint);
         for (size_t i = 0; i < n; i++) {
-            int rc = memtable_add_hint(m, &hint, items[i].seq, items[i].type, items[i].key, items[i].value);
-            if (rc != TDB_OK) return rc;
+            TDB_RET(memtable_add_hint(m, &hint, items[i].seq, items[i].type, items[i].key, items[i].value));
         }
         return TDB_OK;
     }
@@ -248,8 +246,7 @@ int memtable_range_dels(memtable_t *m, int (*fn)(void *ctx, slice_t start, slice
         slice_t s, e;
         uint64_t seq;
         rd_decode(n->entry, &s, &e, &seq);
-        int rc = fn(ctx, s, e, seq);
-        if (rc != TDB_OK) return rc;
+        TDB_RET(fn(ctx, s, e, seq));
     }
     return TDB_OK;
 }

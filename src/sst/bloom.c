@@ -106,8 +106,7 @@ int bloom_builder_finish(bloom_builder_t *b, buf_t *out) {
         return tdb_err(TDB_ERR_TOO_LARGE, "bloom: %zu keys", b->n);
     uint32_t nb = (uint32_t)blocks;
     size_t bytes = (size_t)nb * BLOOM_BLOCK_BYTES;
-    int rc = buf_reserve(out, bytes + BLOOM_TRAILER);
-    if (rc != TDB_OK) return rc;
+    TDB_RET(buf_reserve(out, bytes + BLOOM_TRAILER));
     unsigned char *base = (unsigned char *)out->data + out->size;
     memset(base, 0, bytes);
     for (size_t i = 0; i < b->n; i++) {

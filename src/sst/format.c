@@ -104,14 +104,14 @@ int sst_check_record(const char *rec, uint64_t size, unsigned *type, const char 
 
 /* Append one varint field. */
 static int put_field_u64(buf_t *out, unsigned field, uint64_t v) {
-    int rc = put_varint32(out, (uint32_t)(field << 1 | WIRE_VARINT));
-    return rc == TDB_OK ? put_varint64(out, v) : rc;
+    TDB_RET(put_varint32(out, (uint32_t)(field << 1 | WIRE_VARINT)));
+    return put_varint64(out, v);
 }
 
 /* Append one bytes field. */
 static int put_field_bytes(buf_t *out, unsigned field, slice_t s) {
-    int rc = put_varint32(out, (uint32_t)(field << 1 | WIRE_BYTES));
-    return rc == TDB_OK ? put_lenprefixed(out, s) : rc;
+    TDB_RET(put_varint32(out, (uint32_t)(field << 1 | WIRE_BYTES)));
+    return put_lenprefixed(out, s);
 }
 
 /* Encode all properties as tagged fields. */

@@ -364,7 +364,6 @@ int rd_bound_largest(buf_t *out, slice_t end) {
 
 int rd_user_successor(buf_t *out, slice_t x) {
     buf_clear(out);
-    int rc = buf_append(out, x.data, x.size);
-    if (rc == TDB_OK) rc = buf_append(out, "", 1);
-    return rc;
+    TDB_RET(buf_append(out, x.data, x.size));
+    return buf_append(out, "", 1);
 }

@@ -147,8 +147,8 @@ static int record_in_bounds(const sst_reader_t *r, uint64_t off, uint64_t size, 
 
 /* Read size + trailer bytes at off into dst and verify the trailer. */
 static int read_checked(sst_reader_t *r, uint64_t off, uint64_t size, const char *what, char *dst, unsigned *type) {
-    int rc = env_read_exact(r->file, off, dst, (size_t)size + SST_TRAILER_SIZE, r->path);
-    return rc == TDB_OK ? sst_check_record(dst, size, type, r->path, what, off) : rc;
+    TDB_RET(env_read_exact(r->file, off, dst, (size_t)size + SST_TRAILER_SIZE, r->path));
+    return sst_check_record(dst, size, type, r->path, what, off);
 }
 
 /* Read and verify a raw record of `size` payload bytes at off within
@@ -289,8 +289,7 @@ static int load_record(sst_reader_t *r, long blk, uint64_t off, uint64_t size, u
             return TDB_OK;
         }
     }
-    int rc = read_record(r, blk, off, size, max_raw, what, &ref->blk);
-    if (rc != TDB_OK) return rc;
+    TDB_RET(read_record(r, blk, off, size, max_raw, what, &ref->blk));
     if (use_cache && r->cache) {
         /* Charge the allocation too, not only the decoded bytes. */
         ref->h = lru_cache_insert_embedded(r->cache, r->file_number, off, ref->blk, ref->blk->cap + SST_ALLOC_OVERHEAD,

@@ -291,8 +291,7 @@ static int power_loss_locked(fault_env_t *fe) {
         uint64_t len = f->synced;
         if (fe->loss_mode == FAULT_LOSS_TORN && f->size > f->synced) len += rnd(fe) % (f->size - f->synced + 1);
         if (len < cur) {
-            int r = fe->t->truncate(fe->t, f->path, len);
-            if (r != TDB_OK && rc == TDB_OK) rc = r;
+            TDB_TRET(fe->t->truncate(fe->t, f->path, len));
             fe->st.bytes_dropped += cur - len;
         }
     }

@@ -218,17 +218,15 @@ static int note_cf(tdb_txn_t *t, tdb_cf_t *cf) {
 
 /* Record a read for commit-time validation. */
 static int track_read(tdb_txn_t *t, tdb_cf_t *cf, slice_t key) {
-    int rc = put_fixed32(&t->reads, cf->id);
-    if (rc == TDB_OK) rc = put_lenprefixed(&t->reads, key);
-    return rc;
+    TDB_RET(put_fixed32(&t->reads, cf->id));
+    return put_lenprefixed(&t->reads, key);
 }
 
 /* Pessimistic: lock the key; at SNAPSHOT and above, fail if it changed
  * after the snapshot (the lock came too late to protect it). */
 static int lock_key(tdb_txn_t *t, tdb_cf_t *cf, slice_t key, int exclusive) {
     int64_t us = t->opts.lock_timeout_ms * 1000;
-    int rc = lock_acquire(t->locks, cf->id, key, exclusive, us);
-    if (rc != TDB_OK) return rc;
+    TDB_RET(lock_acquire(t->locks, cf->id, key, exclusive, us));
     if (t->opts.isolation >= TDB_ISO_SNAPSHOT) {
         int r = db_changed_since(t->db, cf, key, t->snap_seq);
         if (r < 0) return r;
@@ -504,8 +502,7 @@ int tdb_txn_commit(tdb_txn_t *t) {
 }
 
 int tdb_txn_rollback(tdb_txn_t *t) {
-    int rc = check_active(t);
-    if (rc != TDB_OK) return rc;
+    TDB_RET(check_active(t));
     if (t->open_iters) return tdb_err(TDB_ERR_INVALID_ARG, "destroy the transaction's iterators first");
     txn_end(t, TXN_ROLLED_BACK);
     return TDB_OK;
@@ -519,8 +516,7 @@ static int find_sp(const tdb_txn_t *t, const char *name) {
 }
 
 int tdb_txn_savepoint(tdb_txn_t *t, const char *name) {
-    int rc = check_active(t);
-    if (rc != TDB_OK) return rc;
+    TDB_RET(check_active(t));
     if (!name || !*name) return tdb_err(TDB_ERR_INVALID_ARG, "empty savepoint name");
     int old = find_sp(t, name);
     if (old >= 0) { /* SQL: a new savepoint replaces one of the same name */
@@ -558,8 +554,7 @@ int tdb_txn_rollback_to_savepoint(tdb_txn_t *t, const char *name) {
 }
 
 int tdb_txn_release_savepoint(tdb_txn_t *t, const char *name) {
-    int rc = check_active(t);
-    if (rc != TDB_OK) return rc;
+    TDB_RET(check_active(t));
     if (!name) return tdb_err(TDB_ERR_INVALID_ARG, "NULL savepoint name");
     int i = find_sp(t, name);
     if (i < 0) return tdb_err(TDB_ERR_NOT_FOUND, "no savepoint named '%s'", name);

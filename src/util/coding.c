@@ -26,9 +26,8 @@ int put_varint64(buf_t *b, uint64_t v) {
 }
 
 int put_lenprefixed(buf_t *b, slice_t s) {
-    int rc = put_varint32(b, (uint32_t)s.size);
-    if (rc == TDB_OK) rc = buf_append(b, s.data, s.size);
-    return rc;
+    TDB_RET(put_varint32(b, (uint32_t)s.size));
+    return buf_append(b, s.data, s.size);
 }
 
 const char *dec_lenprefixed(const char *p, const char *limit, slice_t *out) {

@@ -15,6 +15,15 @@
  *         cleanup...;
  *         return rc;
  *     }
+ *
+ * The three shapes (WiredTiger's WT_ERR / WT_RET / WT_TRET):
+ *  - TRY(expr): on error, rc = its code and goto err (a function that owns
+ *    something to release);
+ *  - TDB_RET(expr): on error, return its code at once (nothing to release:
+ *    instead of `rc = g(); if (rc != TDB_OK) return rc;`);
+ *  - TDB_TRET(expr): always evaluate expr (a cleanup step that must run)
+ *    and keep the first error: rc takes its code only while rc is TDB_OK
+ *    (instead of `r = g(); if (r != TDB_OK && rc == TDB_OK) rc = r;`).
  */
 #ifndef TDB_UTIL_ERROR_H
 #define TDB_UTIL_ERROR_H
@@ -34,6 +43,18 @@ int tdb_errno_code(int errnum);
     do {                                                                       \
         rc = (expr);                                                           \
         if (rc != TDB_OK) goto err;                                            \
+    } while (0)
+
+#define TDB_RET(expr)                                                          \
+    do {                                                                       \
+        int tdb_ret_ = (expr);                                                 \
+        if (tdb_ret_ != TDB_OK) return tdb_ret_;                               \
+    } while (0)
+
+#define TDB_TRET(expr)                                                         \
+    do {                                                                       \
+        int tdb_tret_ = (expr);                                                \
+        if (tdb_tret_ != TDB_OK && rc == TDB_OK) rc = tdb_tret_;               \
     } while (0)
 
 #define RAISE(code, ...)                                                        \

@@ -4,9 +4,8 @@
 #include "util/error.h"
 
 int ikey_append(buf_t *b, slice_t user_key, uint64_t seq, unsigned type) {
-    int rc = buf_append(b, user_key.data, user_key.size);
-    if (rc == TDB_OK) rc = put_fixed64(b, ikey_pack(seq, type));
-    return rc;
+    TDB_RET(buf_append(b, user_key.data, user_key.size));
+    return put_fixed64(b, ikey_pack(seq, type));
 }
 
 int ikey_user_separator(buf_t *out, slice_t a, const slice_t *b) {

@@ -17,8 +17,7 @@ int buf_reserve(buf_t *b, size_t extra) {
 }
 
 int buf_append(buf_t *b, const void *d, size_t n) {
-    int rc = buf_reserve(b, n);
-    if (rc != TDB_OK) return rc;
+    TDB_RET(buf_reserve(b, n));
     if (n) memcpy(b->data + b->size, d, n);
     b->size += n;
     return TDB_OK;

@@ -332,9 +332,8 @@ int manifest_read(env_t *env, const char *dir, manifest_t *m, file_obsolete_fn f
     size_t n = 0;
     memset(m, 0, sizeof *m);
     snprintf(path, sizeof path, "%s/%s", dir, MANIFEST_NAME);
-    int rc = env_read_file(env, path, &data, &n);
-    if (rc != TDB_OK) return rc;
-    rc = manifest_decode(slice_make(data, n), m, fn, ctx);
+    TDB_RET(env_read_file(env, path, &data, &n));
+    int rc = manifest_decode(slice_make(data, n), m, fn, ctx);
     if (rc != TDB_OK && rc != TDB_ERR_NOMEM) {
         char detail[512];
         snprintf(detail, sizeof detail, "%s", tdb_last_error());

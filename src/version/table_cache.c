@@ -69,8 +69,7 @@ int table_cache_get(table_cache_t *tc, uint64_t number, sst_reader_t **out) {
     char path[4096];
     sst_file_name(path, sizeof path, tc->dbdir, number);
     sst_reader_t *r = NULL;
-    int rc = sst_reader_open(tc->env, path, number, tc->block_cache, &r);
-    if (rc != TDB_OK) return rc;
+    TDB_RET(sst_reader_open(tc->env, path, number, tc->block_cache, &r));
     /* A table that cannot be mapped is still read, with pread only. */
     if (tc->map_reads) (void)sst_reader_map(r);
     sst_reader_ref(r); /* the caller's reference; the open one goes to the cache */

@@ -230,8 +230,7 @@ static uint64_t min_cover_above(const tw_t *w, slice_t uk, uint64_t seq) {
 /* The stream reached a new user key: start tombstones, drop finished ones
  * from the active set. */
 static int enter_user_key(tw_t *w, slice_t uk) {
-    int rc = start_pre(w, &uk);
-    if (rc != TDB_OK) return rc;
+    TDB_RET(start_pre(w, &uk));
     size_t keep = 0;
     for (size_t j = 0; j < w->active.n; j++)
         if (slice_compare(w->rd.v[w->active.v[j]].end, uk) > 0) w->active.v[keep++] = w->active.v[j];

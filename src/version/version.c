@@ -352,10 +352,9 @@ err:
 static int probe_file(table_cache_t *tc, const file_meta_t *f, slice_t user_key, uint64_t snap_seq,
                       unsigned *type, uint64_t *seq, buf_t *value) {
     sst_reader_t *r = NULL;
-    int rc = table_cache_get(tc, f->number, &r);
-    if (rc != TDB_OK) return rc;
+    TDB_RET(table_cache_get(tc, f->number, &r));
     uint64_t tomb = sst_reader_range_del_seq(r, user_key, snap_seq);
-    rc = sst_reader_get(r, user_key, snap_seq, type, seq, value); /* checks the bloom filter first */
+    int rc = sst_reader_get(r, user_key, snap_seq, type, seq, value); /* checks the bloom filter first */
     sst_reader_unref(r);
     if (rc < 0 || tomb == 0 || (rc == 1 && *seq > tomb)) return rc;
     *type = KT_RANGE_DELETE; /* the key is covered by a newer tombstone */

@@ -97,8 +97,7 @@ static int window_load(wal_reader_t *r, uint64_t off, size_t n) {
 /* Point *p at file bytes [off, off+n); requires off + n <= file_size. */
 static inline int ensure(wal_reader_t *r, uint64_t off, size_t n, const char **p) {
     if (!(off >= r->buf_off && off - r->buf_off <= r->buf_len && n <= r->buf_len - (size_t)(off - r->buf_off))) {
-        int rc = window_load(r, off, n);
-        if (rc != TDB_OK) return rc;
+        TDB_RET(window_load(r, off, n));
     }
     *p = r->buf + (off - r->buf_off);
     return TDB_OK;
@@ -113,8 +112,7 @@ static inline int plausible(const wal_reader_t *r, uint64_t p, uint32_t len) {
  * not, or a negative error. */
 static int verify_at(wal_reader_t *r, uint64_t s, uint32_t len) {
     const char *p;
-    int rc = ensure(r, s, WAL_HEADER_SIZE + (size_t)len, &p);
-    if (rc != TDB_OK) return rc;
+    TDB_RET(ensure(r, s, WAL_HEADER_SIZE + (size_t)len, &p));
     return tdb_checksum2(p + 4, 4, p + WAL_HEADER_SIZE, len) == dec_fixed32(p);
 }
 
