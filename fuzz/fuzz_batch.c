@@ -1,6 +1,6 @@
 /* fuzz_batch: the write-batch decoder on raw bytes: a WAL record payload
  * through batch_from_wal, then batch_iterate (db/batch.c). */
-#include "db/db_impl.h"
+#include "db/batch.h"
 #include "fuzz_common.h"
 
 typedef struct counts {

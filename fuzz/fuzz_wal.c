@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "db/db_impl.h"
+#include "db/batch.h"
 #include "fuzz_common.h"
 #include "util/checksum.h"
 #include "wal/wal.h"

@@ -9,7 +9,8 @@
  * Both install results through the manifest (see db_impl.h, invariant 6).
  * A failure is sticky: bg_error is set and writes are refused; except out
  * of space, which discards the job's output and retries it after a backoff
- * (db_impl.h, invariant 7).
+ * (db_impl.h, invariant 7). The WAL fsync thread of INTERVAL-mode
+ * families (db_sync_thread) runs here too.
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -203,7 +204,7 @@ static void flush_oldest(tdb_t *db, tdb_cf_t *cf) {
         atomic_fetch_add(&db->ctr.flush_bytes, ctx.bytes_written);
         atomic_fetch_add(&db->ctr.flushes, 1);
         /* Level 1 grew: the next write leader re-checks back-pressure
-         * before direct writes go on (db/write.c). */
+         * before direct writes go on (db/write_stall.c). */
         atomic_store(&db->direct_ok, false);
         db_log(db, TDB_LOG_DEBUG, "flushed memtable of '%s': %d table(s), %llu bytes", cf->name, edit.n_add,
                (unsigned long long)ctx.bytes_written);
@@ -576,4 +577,28 @@ int tdb_compact(tdb_t *db, tdb_cf_t *only) {
         if (live) rc = compact_cf(db, cf);
     }
     return rc;
+}
+
+/* Background fsync of the WAL for families in TDB_SYNC_INTERVAL mode. */
+void *db_sync_thread(void *arg) {
+    tdb_t *db = (tdb_t *)arg;
+    pthread_mutex_lock(&db->mu);
+    while (!db->shutting_down) {
+        uint64_t interval = db->min_sync_interval_us ? db->min_sync_interval_us : 100000;
+        if (interval > 100000) interval = 100000;
+        db_cond_wait_us(&db->bg_cv, &db->mu, interval);
+        if (db->shutting_down) break;
+        pthread_mutex_unlock(&db->mu);
+        pthread_mutex_lock(&db->wal_mu);
+        int rc = TDB_OK;
+        if (db->wal && atomic_exchange(&db->wal_dirty, false)) rc = wal_writer_sync(db->wal);
+        pthread_mutex_unlock(&db->wal_mu);
+        pthread_mutex_lock(&db->mu);
+        if (rc != TDB_OK && db->bg_error == TDB_OK) {
+            db_log(db, TDB_LOG_ERROR, "interval WAL sync failed: %s", tdb_last_error());
+            db_set_bg_error_locked(db, rc);
+        }
+    }
+    pthread_mutex_unlock(&db->mu);
+    return NULL;
 }

@@ -9,7 +9,8 @@
  *     families. A batch is one WAL record, so it is atomic across families,
  *     also after a crash.
  *  2. Sequence numbers are assigned in WAL order, under wal_mu, by the
- *     write leader or a direct writer (db/write.c). A write becomes visible
+ *     write leader (db/write_group.c) or a direct writer
+ *     (db/write_direct.c). A write becomes visible
  *     (db->visible_seq) only after it and every write numbered before it
  *     are in the memtables; readers use visible_seq as their snapshot, so
  *     they never see a partially applied batch or a hole.
@@ -68,6 +69,8 @@
 #include <stdio.h>
 
 #include "cache/cache.h"
+#include "db/batch.h"
+#include "db/filename.h"
 #include "env/env.h"
 #include "memtable/memtable.h"
 #include "util/error.h"
@@ -247,48 +250,6 @@ sst_options_t db_sst_options(const tdb_cf_t *cf);
 /* The sync mode that governs writes to cf (unified mode overrides). */
 int db_cf_sync_mode(const tdb_t *db, const tdb_cf_t *cf);
 
-/* ---- db/batch.c: the batch format is the WAL record payload ----
- *   fixed64 first sequence | fixed32 count | entries
- *   entry: type byte | varint32 cf id | lenprefixed key | [lenprefixed value]
- * Values of KT_PUT_TTL carry fixed64 expiry first. KT_RANGE_DELETE has a
- * value too: the end key (exclusive; key < value). */
-typedef struct batch_entry {
-    unsigned type;
-    uint32_t cf_id;
-    slice_t key;
-    slice_t value;
-} batch_entry_t;
-/* A batch in memory ("rep"): fixed64 seq | fixed32 count | BATCH_WAL_SPARE
- * bytes | entries. Its WAL payload (batch_wal_payload) is a suffix of it:
- * the compact header varint64 zigzag(seq - expected) | varint32 count is
- * written right-aligned into the spare bytes, then the entries. `expected`
- * is the sequence after the previous record of the same log (seq + count),
- * 0 for a log's first record, so a record usually spends 2 bytes on its
- * header instead of 12. */
-#define BATCH_WAL_SPARE (VARINT64_MAX + VARINT32_MAX)
-#define BATCH_HEADER (12 + BATCH_WAL_SPARE)
-typedef int (*batch_visit_fn)(void *ctx, uint64_t seq, const batch_entry_t *e);
-/* Decode a batch rep, calling fn for each entry with its sequence. */
-int batch_iterate(slice_t rep, batch_visit_fn fn, void *ctx);
-/* The WAL payload of b (numbered already); *expected is the log's state
- * (0 for a new log), advanced past b. The log's writer lock is held. */
-slice_t batch_wal_payload(tdb_batch_t *b, uint64_t *expected);
-/* Turn a WAL payload (bytes from disk) back into a rep in out, advancing
- * *expected like the writer did. TDB_ERR_CORRUPTION for a malformed header
- * or impossible sequence numbers; the entries are checked by batch_iterate. */
-int batch_from_wal(slice_t payload, uint64_t *expected, buf_t *out);
-/* The same for a WAL written under manifest format <= 2, whose payloads
- * begin with the fixed 12-byte header. */
-int batch_from_wal_fixed(slice_t payload, buf_t *out);
-slice_t batch_rep(tdb_batch_t *b);
-void batch_set_seq(tdb_batch_t *b, uint64_t seq);
-uint32_t batch_count_raw(slice_t rep);
-uint64_t batch_user_bytes(const tdb_batch_t *b);
-/* Append an entry whose value is already encoded (TTL prefix included). */
-int batch_add_raw(tdb_batch_t *b, tdb_cf_t *cf, unsigned type, slice_t key, slice_t value);
-/* Families referenced by the batch (distinct). */
-int batch_cfs(const tdb_batch_t *b, tdb_cf_t ***cfs);
-
 /* ---- db/cf.c ---- */
 int cf_new(tdb_t *db, uint32_t id, const char *name, const tdb_cf_config_t *cfg,
            version_t *v, uint64_t log_number, tdb_cf_t **out);
@@ -305,18 +266,62 @@ int db_build_manifest(tdb_t *db, manifest_t *m);
 /* Write the manifest of the current state (caller holds manifest_mu and mu). */
 int db_write_manifest_locked(tdb_t *db);
 
-/* ---- db/write.c ---- */
+/* ---- db/switch.c: memtable switch and WAL rotation ---- */
 /* Rotate the WAL (sync old, open new) under mu by the write leader or open. */
 int db_rotate_wal(tdb_t *db);
+/* After a WAL append ran out of space: continue in a fresh log (mu held,
+ * as leader). */
+int db_resume_wal_after_nospace(tdb_t *db);
 /* Move cf's active memtable to the immutable queue (under mu, as leader). */
 int db_switch_memtable(tdb_t *db, tdb_cf_t *cf);
+/* Append records to the WAL, fsync if `sync` (wal_mu held); *nospace: out
+ * of space, nothing written (invariant 7). */
+int db_wal_append_locked(tdb_t *db, const slice_t *payloads, int n, bool sync, bool dirty, bool *nospace);
+
+/* ---- db/write_apply.c ---- */
+/* Batches below this many entries go in batch order through a serial hint
+ * (leader and recovery only); larger ones are sorted, and inserted by their
+ * own writer thread in a group (db/write_group.c). */
+#define SMALL_BATCH_ENTRIES 16
 /* Apply one decoded batch to the memtables (recovery and write path). */
 int db_apply_batch(tdb_t *db, slice_t rep, uint64_t min_log_for_cf_skip);
+/* The same by a direct writer, concurrently with others (its thread's hint). */
+int db_apply_batch_direct(tdb_t *db, slice_t rep);
+
+/* ---- db/write_stall.c: back-pressure ---- */
+/* Memory of the memtables (mu held). */
+typedef struct mem_state {
+    uint64_t total;      /* every memtable, active and immutable */
+    uint64_t active;     /* active memtables only */
+    tdb_cf_t *largest;   /* largest non-empty active one that may switch */
+    double max_pressure; /* highest pressure of any family */
+} mem_state_t;
+/* The active-memtable size at which cf switches (unified: the shared one). */
+size_t db_write_buffer_limit(const tdb_t *db, const tdb_cf_t *cf);
+/* Make room for the group self..*last (mu held, as leader, gate closed):
+ * switches, delays, stalls; *st: the memtables as it leaves them. */
+int db_make_room(tdb_t *db, writer_t *self, writer_t **last, int *n, tdb_cf_t **cfs, int ncfs, mem_state_t *st);
+/* May direct writes go ahead after db_make_room, and with how much room. */
+void db_direct_refresh(tdb_t *db, const mem_state_t *st);
+
+/* ---- db/write_direct.c ---- */
+/* Write b through the direct lane; *queued: it must take the queue instead. */
+int db_write_direct(tdb_t *db, tdb_batch_t *b, tdb_cf_t **cfs, int ncfs, bool interval, bool *queued);
+
+/* ---- db/write_group.c ---- */
+/* Queue w, wait, and commit its group if it leads (mu held). */
+void db_group_write(tdb_t *db, writer_t *w);
+void db_enter_exclusive(tdb_t *db, writer_t *w);
+void db_exit_exclusive(tdb_t *db, writer_t *w);
+
+/* ---- db/write.c ---- */
 /* Commit a batch through the write queue with an optional validation. */
 int db_write_validated(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx);
 /* ...with a back-pressure bound (0 = the config's write_stall_timeout_ms,
  * < 0 = none): past it TDB_ERR_BUSY, nothing applied, fn not called. */
 int db_write_bounded(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx, int64_t stall_timeout_ms);
+
+/* ---- db/read.c ---- */
 /* Newest committed entry of key in cf (any type, incl. deletions and range
  * tombstones covering key): 1 and its sequence, 0 if the key has no entry,
  * <0 on error. */
@@ -330,15 +335,12 @@ int db_changed_since(tdb_t *db, tdb_cf_t *cf, slice_t key, uint64_t since);
  * tombstone overlapping it, has a sequence above `since`, 0 if none, <0 on
  * error. */
 int db_range_changed(tdb_t *db, tdb_cf_t *cf, const slice_t *lo, const slice_t *hi, uint64_t since);
-void *db_sync_thread(void *arg);
-void db_enter_exclusive(tdb_t *db, writer_t *w);
-void db_exit_exclusive(tdb_t *db, writer_t *w);
 
-/* ---- db/flush.c and db/compact.c ---- */
+/* ---- db/bg.c: background work (flush, compaction, the WAL fsync thread) ---- */
+/* Background fsync of the WAL for families in TDB_SYNC_INTERVAL mode. */
+void *db_sync_thread(void *arg);
 int db_start_background(tdb_t *db);
 void db_stop_background(tdb_t *db);
-/* Parse a data file name "<digits>.<ext>" ("12.sst", "7.log"); 1 on success. */
-int db_parse_file_name(const char *name, const char *ext, uint64_t *num);
 /* Wait on cv (mu held) for at most us microseconds. */
 void db_cond_wait_us(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t us);
 void db_maybe_schedule(tdb_t *db); /* under mu: wake workers if work exists */
@@ -377,7 +379,6 @@ int db_iter_range_dels_changed(tdb_iter_t *it, const slice_t *lo, const slice_t 
 int db_recover(tdb_t *db, bool *created);
 
 /* ---- helpers ---- */
-void db_wal_name(char *out, size_t cap, const char *dir, uint64_t number);
 int64_t db_now_unix(void);
 /* For a value of type t: strip the TTL prefix; returns 0 if expired. */
 int db_value_live(unsigned t, slice_t raw, int64_t now, slice_t *user_value);

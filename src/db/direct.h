@@ -1,7 +1,8 @@
 /*
  * db/direct: the direct write lane's gate, its in-order publication and
  * its waits (invariant 2a of db/db_impl.h; docs/design/db.md). A narrow
- * internal header: db/write.c and db/open.c use the lane through it, and
+ * internal header: db/write_direct.c, db/write_group.c, db/write_stall.c
+ * and db/open.c use the lane through it, and
  * tests include it to drive the waiting policy (direct_set_spin) without
  * the database's private struct.
  *

@@ -23,16 +23,6 @@
 #include "util/sysmem.h"
 #include <unistd.h>
 
-/* Parse a data file name "<digits>.<ext>" into its number; 1 on success. */
-int db_parse_file_name(const char *name, const char *ext, uint64_t *num) {
-    char *end;
-    if (name[0] < '0' || name[0] > '9') return 0;
-    unsigned long long v = strtoull(name, &end, 10);
-    if (*end != '.' || strcmp(end + 1, ext) != 0) return 0;
-    *num = v;
-    return 1;
-}
-
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;

@@ -159,11 +159,6 @@ int db_value_live(unsigned t, slice_t raw, int64_t now, slice_t *user_value) {
     return 1;
 }
 
-/* WAL file path for a file number. */
-void db_wal_name(char *out, size_t cap, const char *dir, uint64_t number) {
-    snprintf(out, cap, "%s/%06llu.log", dir, (unsigned long long)number);
-}
-
 /* The sync mode that governs writes to cf: the unified one in unified mode. */
 int db_cf_sync_mode(const tdb_t *db, const tdb_cf_t *cf) {
     return db->cfg.unified_memtable ? db->cfg.unified_memtable_sync_mode : cf->cfg.sync_mode;

@@ -1,6 +1,7 @@
 /*
- * sst/sst_reader: opening, point lookups, iteration and verification of one
- * SSTable (layout in sst/sst.h).
+ * sst/sst_reader: opening and point lookups of one SSTable (layout in
+ * sst/sst.h); its iterator is in sst/sst_iter.c, verification in
+ * sst/sst_verify.c, the state they share in sst/reader_impl.h.
  *
  * Invariants
  *  - After open (and sst_reader_map, before the reader is shared),
@@ -46,64 +47,11 @@
 #include "sst/compress.h"
 #include "sst/format.h"
 #include "sst/range_del.h"
+#include "sst/reader_impl.h"
 #include "sst/sst.h"
 #include "util/coding.h"
 #include "util/error.h"
 #include "util/pinned.h"
-
-/* Decoded record payload: the block cache's value type. One allocation:
- * the payload follows the header (data == (char *)(block + 1)), so a
- * cached block costs one malloc and one fewer cache miss to reach. */
-typedef struct sst_block {
-    char *data;
-    size_t size;
-    size_t cap; /* of the whole allocation, from the block pool */
-    /* The block cache's entry for it (lru_cache_insert_embedded): with the
-     * buffer on a 64-byte boundary, a cache hit and the first look at the
-     * block touch one cache line instead of two. */
-    uint64_t handle[LRU_HANDLE_SPACE / 8];
-} sst_block_t;
-
-/* A loaded record: either pinned in the cache (h) or owned (h == NULL). */
-typedef struct block_ref {
-    sst_block_t *blk;
-    lru_handle_t *h;
-} block_ref_t;
-
-typedef struct idx_entry {
-    const char *key;
-    uint32_t key_len;
-    uint64_t offset, size;
-} idx_entry_t;
-
-struct sst_reader {
-    env_t *env;
-    env_file_t *file;
-    char *path;
-    uint64_t file_number;
-    lru_cache_t *cache;
-    atomic_int refs;
-    atomic_uint_fast64_t disk_reads;
-    uint64_t file_size;
-    uint64_t data_end;
-    sst_props_t props;
-    sst_props_ext_t ext;
-    idx_entry_t *idx;
-    size_t nblocks;
-    char *idx_keys;
-    uint64_t *idx_pfx;  /* per entry: 8 user-key bytes after idx_lcp, big-endian */
-    uint64_t *idx_top;  /* idx_pfx[j * IDX_TOP_STRIDE] for each j < ntop */
-    size_t ntop;
-    size_t idx_lcp;     /* user-key prefix shared by every index key */
-    char *filter;
-    size_t filter_size;
-    rd_list_t rdl;  /* range tombstones */
-    rd_frags_t rdf; /* ... fragmented (all sequences, or the top one) */
-    int rd_top_only;
-    const char *map;              /* [0, data_end) mapped, or NULL */
-    _Atomic unsigned char *seen;  /* per data block: read once with pread */
-    atomic_uint_fast64_t map_reads;
-};
 
 /* Free a decoded record (header and payload are one allocation). */
 static void block_free(sst_block_t *b) {
@@ -117,7 +65,7 @@ void sst_block_cache_deleter(void *value, void *ctx) {
 }
 
 /* Unpin or free a loaded record. */
-static void ref_release(const sst_reader_t *r, block_ref_t *ref) {
+void sst_ref_release(const sst_reader_t *r, block_ref_t *ref) {
     if (ref->h)
         lru_cache_release(r->cache, ref->h);
     else
@@ -127,7 +75,7 @@ static void ref_release(const sst_reader_t *r, block_ref_t *ref) {
 }
 
 /* Re-raise the current thread's error detail prefixed with file and offset. */
-static int wrap_err(const sst_reader_t *r, int rc, const char *what, uint64_t off) {
+int sst_wrap_err(const sst_reader_t *r, int rc, const char *what, uint64_t off) {
     char detail[256];
     snprintf(detail, sizeof detail, "%s", tdb_last_error());
     return tdb_err(rc, "%s: %s at offset %llu: %s", r->path, what, (unsigned long long)off, detail);
@@ -247,7 +195,7 @@ static int read_record(sst_reader_t *r, long blk, uint64_t off, uint64_t size, u
     atomic_fetch_add_explicit(&r->disk_reads, 1, memory_order_relaxed);
     slice_t in = slice_make(raw, (size_t)size);
     if ((rc = tdb_decompressed_length((int)type, in, &n)) != TDB_OK) {
-        rc = wrap_err(r, rc, what, off);
+        rc = sst_wrap_err(r, rc, what, off);
         goto err;
     }
     if (n > max_raw)
@@ -262,7 +210,7 @@ static int read_record(sst_reader_t *r, long blk, uint64_t off, uint64_t size, u
     } else {
         buf_t dec = {(char *)b, hdr, hdr + n + 1}; /* exact: never grows */
         if ((rc = tdb_decompress((int)type, in, (size_t)max_raw, &dec)) != TDB_OK) {
-            rc = wrap_err(r, rc, what, off);
+            rc = sst_wrap_err(r, rc, what, off);
             goto err;
         }
     }
@@ -299,12 +247,12 @@ static int load_record(sst_reader_t *r, long blk, uint64_t off, uint64_t size, u
 }
 
 /* Load data block i of the index. */
-static int load_data_block(sst_reader_t *r, size_t i, int use_cache, block_ref_t *ref) {
+int sst_load_data_block(sst_reader_t *r, size_t i, int use_cache, block_ref_t *ref) {
     return load_record(r, (long)i, r->idx[i].offset, r->idx[i].size, r->ext.max_block_raw, use_cache, "data block", ref);
 }
 
 /* Resolve a separated value reference into *out (buf_clear then append). */
-static int resolve_value(sst_reader_t *r, slice_t refv, int use_cache, uint64_t block_off, buf_t *out) {
+int sst_resolve_value(sst_reader_t *r, slice_t refv, int use_cache, uint64_t block_off, buf_t *out) {
     int rc = TDB_OK;
     block_ref_t ref = {0};
     uint64_t off;
@@ -325,76 +273,8 @@ static int resolve_value(sst_reader_t *r, slice_t refv, int use_cache, uint64_t 
     buf_clear(out);
     TRY(buf_append(out, ref.blk->data, ref.blk->size));
 err:
-    if (ref.blk) ref_release(r, &ref);
+    if (ref.blk) sst_ref_release(r, &ref);
     return rc;
-}
-
-/* Big-endian value of up to 8 bytes of u starting at off, zero-padded:
- * if two such values differ, the user keys (sharing u[0, off)) compare
- * the same way. */
-static inline uint64_t key_prefix(slice_t u, size_t off) {
-    unsigned char b[8] = {0};
-    if (u.size > off) memcpy(b, u.data + off, u.size - off < 8 ? u.size - off : 8);
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v = v << 8 | b[i];
-    return v;
-}
-
-/* Index entries per sample of the top-level prefix array. */
-#define IDX_TOP_STRIDE 16
-
-/* Separator of index entry i compared with target, given the entry's
- * prefix; the prefix decides unless it ties (or use_pfx is 0). */
-static inline int index_cmp(const sst_reader_t *r, size_t i, uint64_t pfx, int use_pfx, uint64_t tp,
-                            slice_t target) {
-    if (use_pfx && pfx != tp) return pfx < tp ? -1 : 1;
-    return sst_key_cmp(slice_make(r->idx[i].key, r->idx[i].key_len), target);
-}
-
-/* Index of the first block whose separator is >= target (nblocks if none).
- * Two levels: a binary search of the small sample array idx_top (every
- * IDX_TOP_STRIDE-th prefix, cache-resident across lookups) picks a run of
- * at most IDX_TOP_STRIDE - 1 entries, searched in idx_pfx; so a lookup
- * touches a couple of cache lines of the big arrays instead of one per
- * step. Full keys are compared only on prefix ties. */
-static size_t index_lower_bound(const sst_reader_t *r, slice_t target) {
-    if (r->nblocks == 0) return 0;
-    slice_t tu = target.size >= IKEY_TRAILER ? ikey_user(target) : slice_make(NULL, 0);
-    int use_pfx = target.size >= IKEY_TRAILER && tu.size >= r->idx_lcp &&
-                  (r->idx_lcp == 0 || memcmp(tu.data, r->idx[0].key, r->idx_lcp) == 0);
-    uint64_t tp = use_pfx ? key_prefix(tu, r->idx_lcp) : 0;
-    /* First sample j whose entry is >= target: the answer is in
-     * ((j - 1) * STRIDE, j * STRIDE] (clipped to nblocks). */
-    size_t lo = 0, hi = r->ntop;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (index_cmp(r, mid * IDX_TOP_STRIDE, r->idx_top[mid], use_pfx, tp, target) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    size_t end = lo < r->ntop ? lo * IDX_TOP_STRIDE : r->nblocks;
-    hi = end;
-    lo = lo > 0 ? (lo - 1) * IDX_TOP_STRIDE + 1 : 0;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (index_cmp(r, mid, r->idx_pfx[mid], use_pfx, tp, target) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* Validate a stored key's trailer: type (flag stripped) must be known, the
- * flag only on value types. Returns the stripped type or -1. */
-static int stored_key_type(slice_t k) {
-    if (k.size < IKEY_TRAILER) return -1;
-    unsigned t = (unsigned char)k.data[k.size - IKEY_TRAILER];
-    unsigned base = t & ~SST_KT_SEPARATED;
-    if (base > KT_MAX_VALID) return -1;
-    if ((t & SST_KT_SEPARATED) && !kt_is_value(base)) return -1;
-    return (int)base;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -402,7 +282,7 @@ static int stored_key_type(slice_t k) {
 /* ---------------------------------------------------------------------- */
 
 /* Check a metadata handle lies in [0, limit) and read it (raw only). */
-static int read_meta(sst_reader_t *r, sst_handle_t h, uint64_t limit, const char *what, char **out) {
+int sst_read_meta(sst_reader_t *r, sst_handle_t h, uint64_t limit, const char *what, char **out) {
     int rc = TDB_OK;
     unsigned type;
     char *p = NULL;
@@ -429,7 +309,7 @@ static int load_index(sst_reader_t *r, slice_t blk) {
     uint64_t prev_end = 0;
     block_iter_init(&bi, sst_key_cmp);
     if (block_iter_set(&bi, blk) != TDB_OK) {
-        rc = wrap_err(r, bi.status, "index block", 0);
+        rc = sst_wrap_err(r, bi.status, "index block", 0);
         goto err;
     }
     for (block_iter_seek_to_first(&bi); block_iter_valid(&bi); block_iter_next(&bi)) {
@@ -462,7 +342,7 @@ static int load_index(sst_reader_t *r, slice_t blk) {
         TRY(buf_append(&keys, k.data, k.size));
     }
     if (bi.status != TDB_OK) {
-        rc = wrap_err(r, bi.status, "index block", 0);
+        rc = sst_wrap_err(r, bi.status, "index block", 0);
         goto err;
     }
     if (n != r->ext.num_data_blocks)
@@ -505,7 +385,7 @@ err:
 }
 
 /* Decode and check a range-deletion block into *out (appending). */
-static int parse_range_dels(const sst_reader_t *r, slice_t blk, uint64_t off, rd_list_t *out) {
+int sst_parse_range_dels(const sst_reader_t *r, slice_t blk, uint64_t off, rd_list_t *out) {
     int rc = TDB_OK;
     block_iter_t bi;
     buf_t prev = {0}, bound = {0};
@@ -513,7 +393,7 @@ static int parse_range_dels(const sst_reader_t *r, slice_t blk, uint64_t off, rd
     block_iter_init(&bi, sst_key_cmp);
     slice_t small = buf_slice(&r->props.smallest), large = buf_slice(&r->props.largest);
     if (block_iter_set(&bi, blk) != TDB_OK) {
-        rc = wrap_err(r, bi.status, "range-deletion block", off);
+        rc = sst_wrap_err(r, bi.status, "range-deletion block", off);
         goto err;
     }
     for (block_iter_seek_to_first(&bi); block_iter_valid(&bi); block_iter_next(&bi)) {
@@ -544,7 +424,7 @@ static int parse_range_dels(const sst_reader_t *r, slice_t blk, uint64_t off, rd
         n++;
     }
     if (bi.status != TDB_OK) {
-        rc = wrap_err(r, bi.status, "range-deletion block", off);
+        rc = sst_wrap_err(r, bi.status, "range-deletion block", off);
         goto err;
     }
     if (n != r->props.num_range_deletes)
@@ -604,7 +484,7 @@ int sst_reader_open(env_t *env, const char *path, uint64_t file_number, lru_cach
     if (f.filter.size > 0 && f.filter.offset < r->data_end) r->data_end = f.filter.offset;
 
     /* Properties first: they bound what the index may reference. */
-    TRY(read_meta(r, f.props, meta_limit, "properties block", &meta));
+    TRY(sst_read_meta(r, f.props, meta_limit, "properties block", &meta));
     TRY(sst_props_decode(slice_make(meta, (size_t)f.props.size), &r->props, &r->ext, path));
     pinned_free(meta);
     meta = NULL;
@@ -616,8 +496,8 @@ int sst_reader_open(env_t *env, const char *path, uint64_t file_number, lru_cach
     r->props.file_size = r->file_size;
     if (r->ext.range_del.size > 0) {
         if (r->ext.range_del.offset < r->data_end) r->data_end = r->ext.range_del.offset;
-        TRY(read_meta(r, r->ext.range_del, meta_limit, "range-deletion block", &meta));
-        TRY(parse_range_dels(r, slice_make(meta, (size_t)r->ext.range_del.size), r->ext.range_del.offset, &r->rdl));
+        TRY(sst_read_meta(r, r->ext.range_del, meta_limit, "range-deletion block", &meta));
+        TRY(sst_parse_range_dels(r, slice_make(meta, (size_t)r->ext.range_del.size), r->ext.range_del.offset, &r->rdl));
         pinned_free(meta);
         meta = NULL;
         /* Every covering sequence per fragment, within a linear budget;
@@ -634,7 +514,7 @@ int sst_reader_open(env_t *env, const char *path, uint64_t file_number, lru_cach
               (unsigned long long)r->props.num_range_deletes);
     }
 
-    TRY(read_meta(r, f.index, meta_limit, "index block", &meta));
+    TRY(sst_read_meta(r, f.index, meta_limit, "index block", &meta));
     TRY(load_index(r, slice_make(meta, (size_t)f.index.size)));
     pinned_free(meta);
     meta = NULL;
@@ -643,10 +523,10 @@ int sst_reader_open(env_t *env, const char *path, uint64_t file_number, lru_cach
               (unsigned long long)r->props.num_entries);
 
     if (f.filter.size > 0) {
-        TRY(read_meta(r, f.filter, meta_limit, "filter block", &r->filter));
+        TRY(sst_read_meta(r, f.filter, meta_limit, "filter block", &r->filter));
         r->filter_size = (size_t)f.filter.size;
         if (bloom_check(slice_make(r->filter, r->filter_size)) != TDB_OK) {
-            rc = wrap_err(r, TDB_ERR_CORRUPTION, "filter block", f.filter.offset);
+            rc = sst_wrap_err(r, TDB_ERR_CORRUPTION, "filter block", f.filter.offset);
             goto err;
         }
     }
@@ -737,7 +617,7 @@ static int64_t count_in_blocks(sst_reader_t *r, size_t i, size_t j, slice_t lo, 
         block_ref_t ref = {0};
         block_iter_t bi;
         block_iter_init(&bi, sst_key_cmp);
-        int ok = load_data_block(r, b, 1, &ref) == TDB_OK &&
+        int ok = sst_load_data_block(r, b, 1, &ref) == TDB_OK &&
                  block_iter_set(&bi, slice_make(ref.blk->data, ref.blk->size)) == TDB_OK;
         for (block_iter_seek_to_first(&bi); ok && block_iter_valid(&bi); block_iter_next(&bi)) {
             slice_t u = ikey_user(block_iter_key(&bi));
@@ -746,7 +626,7 @@ static int64_t count_in_blocks(sst_reader_t *r, size_t i, size_t j, slice_t lo, 
             n++;
         }
         if (ok && block_iter_status(&bi) != TDB_OK) ok = 0;
-        if (ref.blk) ref_release(r, &ref);
+        if (ref.blk) sst_ref_release(r, &ref);
         block_iter_free(&bi);
         if (!ok) return -1;
     }
@@ -820,14 +700,14 @@ int sst_reader_get(sst_reader_t *r, slice_t user_key, uint64_t snap_seq, unsigne
 
     size_t i = index_lower_bound(r, target);
     if (i == r->nblocks) goto err; /* past the last key */
-    TRY(load_data_block(r, i, 1, &ref));
+    TRY(sst_load_data_block(r, i, 1, &ref));
     if (block_iter_set(&bi, slice_make(ref.blk->data, ref.blk->size)) != TDB_OK) {
-        rc = wrap_err(r, bi.status, "data block", r->idx[i].offset);
+        rc = sst_wrap_err(r, bi.status, "data block", r->idx[i].offset);
         goto err;
     }
     block_iter_seek(&bi, target);
     if (!block_iter_valid(&bi)) {
-        if (bi.status != TDB_OK) rc = wrap_err(r, bi.status, "data block", r->idx[i].offset);
+        if (bi.status != TDB_OK) rc = sst_wrap_err(r, bi.status, "data block", r->idx[i].offset);
         goto err; /* by the index invariant the key is absent */
     }
     slice_t k = block_iter_key(&bi);
@@ -839,7 +719,7 @@ int sst_reader_get(sst_reader_t *r, slice_t user_key, uint64_t snap_seq, unsigne
     *type = (unsigned)t;
     *seq = ikey_seq(k);
     if (sst_key_separated(k)) {
-        TRY(resolve_value(r, block_iter_value(&bi), 1, r->idx[i].offset, value));
+        TRY(sst_resolve_value(r, block_iter_value(&bi), 1, r->idx[i].offset, value));
     } else {
         slice_t v = block_iter_value(&bi);
         buf_clear(value);
@@ -847,393 +727,8 @@ int sst_reader_get(sst_reader_t *r, slice_t user_key, uint64_t snap_seq, unsigne
     }
     found = 1;
 err:
-    if (ref.blk) ref_release(r, &ref);
+    if (ref.blk) sst_ref_release(r, &ref);
     block_iter_free(&bi);
     if (tk != small) free(tk);
     return rc != TDB_OK ? rc : found;
-}
-
-/* ---------------------------------------------------------------------- */
-/* Iterator                                                                */
-/* ---------------------------------------------------------------------- */
-
-typedef struct sst_iter {
-    iter_t base;
-    sst_reader_t *r;
-    size_t bidx;        /* index of the loaded block (valid if ref.blk) */
-    block_ref_t ref;
-    block_iter_t bi;
-    int status;
-    int separated;      /* current entry's value is a reference */
-    int resolved;       /* ... and has been read into val */
-    slice_t key;        /* current key with the flag cleared */
-    buf_t kbuf;         /* storage for flagged keys */
-    buf_t val;          /* resolved separated value */
-    /* seek_prepare state, for the seek that must follow */
-    slice_t pf_target;  /* the target it was prepared for */
-    size_t pf_blk;      /* index_lower_bound(pf_target) */
-    uint64_t pf_hash;   /* block cache hash of block pf_blk */
-    int pf_status;      /* error fetching block pf_blk, or TDB_OK */
-    int pf_set;         /* pf_target/pf_blk/pf_status hold */
-} sst_iter_t;
-
-/* Drop the loaded block. */
-static void it_release_block(sst_iter_t *it) {
-    if (it->ref.blk) ref_release(it->r, &it->ref);
-    block_iter_clear(&it->bi);
-}
-
-/* Hold block i in it->ref (block iterator not set up yet); an error code
- * on failure, with no block held. */
-static int it_fetch(sst_iter_t *it, size_t i) {
-    it_release_block(it);
-    int rc = load_data_block(it->r, i, 1, &it->ref);
-    if (rc == TDB_OK) it->bidx = i;
-    return rc;
-}
-
-/* Load block i (reusing it if already loaded or fetched); 0 on failure or
- * i out of range. */
-static int it_load(sst_iter_t *it, size_t i) {
-    if (it->ref.blk && it->bidx == i) {
-        if (it->bi.data == it->ref.blk->data) return 1;
-    } else {
-        if (i >= it->r->nblocks) {
-            it_release_block(it);
-            return 0;
-        }
-        int rc = it_fetch(it, i);
-        if (rc != TDB_OK) {
-            it->status = rc;
-            return 0;
-        }
-    }
-    if (block_iter_set(&it->bi, slice_make(it->ref.blk->data, it->ref.blk->size)) != TDB_OK) {
-        it->status = wrap_err(it->r, it->bi.status, "data block", it->r->idx[i].offset);
-        it_release_block(it);
-        return 0;
-    }
-    return 1;
-}
-
-/* Set up key/value views for the current block entry. */
-static void it_settle(sst_iter_t *it) {
-    if (it->status != TDB_OK || !it->ref.blk) return;
-    if (!block_iter_valid(&it->bi)) {
-        if (it->bi.status != TDB_OK) {
-            it->status = wrap_err(it->r, it->bi.status, "data block", it->r->idx[it->bidx].offset);
-            it_release_block(it);
-        }
-        return;
-    }
-    slice_t k = block_iter_key(&it->bi);
-    if (stored_key_type(k) < 0) {
-        it->status = tdb_err(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: bad key", it->r->path,
-                             (unsigned long long)it->r->idx[it->bidx].offset);
-        it_release_block(it);
-        return;
-    }
-    it->separated = sst_key_separated(k);
-    it->resolved = 0;
-    if (it->separated) {
-        buf_clear(&it->kbuf);
-        if (buf_append(&it->kbuf, k.data, k.size) != TDB_OK) {
-            it->status = TDB_ERR_NOMEM;
-            it_release_block(it);
-            return;
-        }
-        it->kbuf.data[k.size - IKEY_TRAILER] &= (char)~SST_KT_SEPARATED;
-        it->key = buf_slice(&it->kbuf);
-    } else {
-        it->key = k;
-    }
-}
-
-/* Move forward over exhausted blocks to the next entry. */
-static void it_skip_forward(sst_iter_t *it) {
-    while (it->status == TDB_OK && it->ref.blk && !block_iter_valid(&it->bi) && it->bi.status == TDB_OK) {
-        size_t next = it->bidx + 1;
-        if (!it_load(it, next)) break;
-        block_iter_seek_to_first(&it->bi);
-    }
-    it_settle(it);
-}
-
-/* Move backward over exhausted blocks to the previous entry. */
-static void it_skip_backward(sst_iter_t *it) {
-    while (it->status == TDB_OK && it->ref.blk && !block_iter_valid(&it->bi) && it->bi.status == TDB_OK) {
-        if (it->bidx == 0) {
-            it_release_block(it);
-            break;
-        }
-        if (!it_load(it, it->bidx - 1)) break;
-        block_iter_seek_to_last(&it->bi);
-    }
-    it_settle(it);
-}
-
-/* Positioned on an entry with no error. */
-static int it_valid(const iter_t *base) {
-    const sst_iter_t *it = (const sst_iter_t *)base;
-    return it->status == TDB_OK && it->ref.blk && block_iter_valid(&it->bi);
-}
-
-/* First entry of the table. */
-static void it_seek_to_first(iter_t *base) {
-    sst_iter_t *it = (sst_iter_t *)base;
-    it->status = TDB_OK;
-    if (!it_load(it, 0)) return;
-    block_iter_seek_to_first(&it->bi);
-    it_skip_forward(it);
-}
-
-/* Last entry of the table. */
-static void it_seek_to_last(iter_t *base) {
-    sst_iter_t *it = (sst_iter_t *)base;
-    it->status = TDB_OK;
-    if (it->r->nblocks == 0 || !it_load(it, it->r->nblocks - 1)) return;
-    block_iter_seek_to_last(&it->bi);
-    it_skip_backward(it);
-}
-
-/* seek_prepare (contract in util/iter.h), one step per stage: the index
- * search and a hint for the block's cache slot; a hint for its cache
- * entry; the block fetch (kept for it_load) with hints for its restart
- * array and first entries; setting up the block iterator with hints for
- * the restart keys; the restart search with hints for the entries the
- * seek will scan. Steps already done (block loaded, iterator set up) are
- * skipped; without a cache there are no hints to the cache. */
-static int it_seek_prepare(iter_t *base, slice_t target, int stage) {
-    sst_iter_t *it = (sst_iter_t *)base;
-    sst_reader_t *r = it->r;
-    if (stage == 0) {
-        it->pf_target = target;
-        it->pf_blk = index_lower_bound(r, target);
-        it->pf_status = TDB_OK;
-        it->pf_set = 1;
-        if (it->pf_blk >= r->nblocks) return 0;
-    }
-    int loaded = it->ref.blk && it->bidx == it->pf_blk;
-    if (!loaded && stage < (r->cache ? 2 : 1)) { /* the cache slot hint, then its entry's */
-        if (r->cache) {
-            if (stage == 0) it->pf_hash = lru_cache_key_hash(r->file_number, r->idx[it->pf_blk].offset);
-            lru_cache_prefetch(r->cache, it->pf_hash, stage);
-        }
-        return 1;
-    }
-    if (!loaded) {
-        it->pf_status = it_fetch(it, it->pf_blk);
-        if (it->pf_status != TDB_OK) return 0;
-        const sst_block_t *b = it->ref.blk;
-        __builtin_prefetch(b->data + b->size - 4);
-        __builtin_prefetch(b->data);
-        return 1;
-    }
-    if (it->bi.data != it->ref.blk->data) {
-        if (block_iter_set(&it->bi, slice_make(it->ref.blk->data, it->ref.blk->size)) != TDB_OK) {
-            block_iter_clear(&it->bi); /* it_load sets it up again and reports the damage */
-            return 0;
-        }
-        return block_iter_prefetch_seek(&it->bi, target, 0);
-    }
-    return block_iter_prefetch_seek(&it->bi, target, 1);
-}
-
-/* First entry >= target (via the index, then the block). */
-static void it_seek(iter_t *base, slice_t target) {
-    sst_iter_t *it = (sst_iter_t *)base;
-    it->status = TDB_OK;
-    int prepared = it->pf_set && it->pf_target.data == target.data && it->pf_target.size == target.size;
-    it->pf_set = 0;
-    if (prepared && (it->status = it->pf_status) != TDB_OK) return;
-    size_t i = prepared ? it->pf_blk : index_lower_bound(it->r, target);
-    if (!it_load(it, i)) return;
-    block_iter_seek(&it->bi, target);
-    it_skip_forward(it);
-}
-
-/* Next entry, crossing into the next block if needed. */
-static void it_next(iter_t *base) {
-    sst_iter_t *it = (sst_iter_t *)base;
-    if (!it_valid(base)) return;
-    block_iter_next(&it->bi);
-    it_skip_forward(it);
-}
-
-/* Previous entry, crossing into the previous block if needed. */
-static void it_prev(iter_t *base) {
-    sst_iter_t *it = (sst_iter_t *)base;
-    if (!it_valid(base)) return;
-    block_iter_prev(&it->bi);
-    it_skip_backward(it);
-}
-
-/* Current internal key, separated flag cleared. */
-static slice_t it_key(const iter_t *base) { return ((const sst_iter_t *)base)->key; }
-
-/* Value of the current entry; a separated value is read on first use. On
- * failure the iterator becomes invalid with that status. */
-static slice_t it_value(const iter_t *base) {
-    sst_iter_t *it = (sst_iter_t *)base; /* lazily resolved state is mutable */
-    if (!it->separated) return block_iter_value(&it->bi);
-    if (!it->resolved) {
-        int rc = resolve_value(it->r, block_iter_value(&it->bi), 1, it->r->idx[it->bidx].offset, &it->val);
-        if (rc != TDB_OK) {
-            it->status = rc;
-            it_release_block(it);
-            return slice_make(NULL, 0);
-        }
-        it->resolved = 1;
-    }
-    return buf_slice(&it->val);
-}
-
-/* TDB_OK or the error that invalidated the iterator. */
-static int it_status(const iter_t *base) { return ((const sst_iter_t *)base)->status; }
-
-/* Release the block, buffers and the reader reference. */
-static void it_destroy(iter_t *base) {
-    sst_iter_t *it = (sst_iter_t *)base;
-    it_release_block(it);
-    block_iter_free(&it->bi);
-    buf_free(&it->kbuf);
-    buf_free(&it->val);
-    sst_reader_unref(it->r);
-    free(it);
-}
-
-static const iter_ops_t sst_iter_ops = {
-    it_valid, it_seek_to_first, it_seek_to_last, it_seek,        it_next,
-    it_prev,  it_key,           it_value,        it_status,      it_destroy,
-    it_seek_prepare,
-    NULL, /* seek_forward */
-};
-
-/* New iterator over the whole table (holds a reader reference). */
-iter_t *sst_reader_iter(sst_reader_t *r) {
-    sst_iter_t *it = (sst_iter_t *)calloc(1, sizeof *it);
-    if (!it) {
-        tdb_err(TDB_ERR_NOMEM, "%s: sst iterator", r->path);
-        return NULL;
-    }
-    it->base.ops = &sst_iter_ops;
-    it->r = r;
-    sst_reader_ref(r);
-    block_iter_init(&it->bi, sst_key_cmp);
-    it->status = TDB_OK;
-    return &it->base;
-}
-
-/* ---------------------------------------------------------------------- */
-/* Verification                                                            */
-/* ---------------------------------------------------------------------- */
-
-/* Read every data block and value record from disk and check them. */
-int sst_reader_verify(sst_reader_t *r) {
-    int rc = TDB_OK;
-    block_ref_t ref = {0};
-    block_iter_t bi;
-    buf_t prev = {0}, val = {0}, first = {0};
-    char *rdraw = NULL;
-    rd_list_t rdl = {0};
-    uint64_t entries = 0, separated = 0;
-    block_iter_init(&bi, sst_key_cmp);
-    for (size_t i = 0; i < r->nblocks; i++) {
-        uint64_t boff = r->idx[i].offset;
-        slice_t sep = slice_make(r->idx[i].key, r->idx[i].key_len);
-        TRY(load_data_block(r, i, 0, &ref));
-        if (block_iter_set(&bi, slice_make(ref.blk->data, ref.blk->size)) != TDB_OK) {
-            rc = wrap_err(r, bi.status, "data block", boff);
-            goto err;
-        }
-        size_t in_block = 0;
-        for (block_iter_seek_to_first(&bi); block_iter_valid(&bi); block_iter_next(&bi)) {
-            slice_t k = block_iter_key(&bi);
-            if (stored_key_type(k) < 0)
-                RAISE(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: bad key", r->path,
-                      (unsigned long long)boff);
-            if (entries > 0 && sst_key_cmp(buf_slice(&prev), k) >= 0)
-                RAISE(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: keys out of order", r->path,
-                      (unsigned long long)boff);
-            if (in_block == 0 && i > 0 &&
-                sst_key_cmp(k, slice_make(r->idx[i - 1].key, r->idx[i - 1].key_len)) <= 0)
-                RAISE(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: first key not above previous separator",
-                      r->path, (unsigned long long)boff);
-            if (sst_key_cmp(k, sep) > 0)
-                RAISE(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: key above its index separator",
-                      r->path, (unsigned long long)boff);
-            if (sst_key_separated(k)) {
-                TRY(resolve_value(r, block_iter_value(&bi), 0, boff, &val));
-                separated++;
-            }
-            if (entries == 0 && r->props.num_range_deletes == 0 && sst_key_cmp(k, buf_slice(&r->props.smallest)) != 0)
-                RAISE(TDB_ERR_CORRUPTION, "%s: first key differs from the recorded smallest key", r->path);
-            if (entries == 0) TRY(buf_append(&first, k.data, k.size));
-            uint64_t seq = ikey_seq(k);
-            if (seq < r->props.min_seq || seq > r->props.max_seq)
-                RAISE(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: sequence %llu outside [%llu, %llu]",
-                      r->path, (unsigned long long)boff, (unsigned long long)seq,
-                      (unsigned long long)r->props.min_seq, (unsigned long long)r->props.max_seq);
-            buf_clear(&prev);
-            TRY(buf_append(&prev, k.data, k.size));
-            entries++;
-            in_block++;
-        }
-        if (bi.status != TDB_OK) {
-            rc = wrap_err(r, bi.status, "data block", boff);
-            goto err;
-        }
-        if (in_block == 0)
-            RAISE(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: empty", r->path, (unsigned long long)boff);
-        ref_release(r, &ref);
-    }
-    if (r->props.num_range_deletes == 0) {
-        if (entries > 0 && sst_key_cmp(buf_slice(&prev), buf_slice(&r->props.largest)) != 0)
-            RAISE(TDB_ERR_CORRUPTION, "%s: last key differs from the recorded largest key", r->path);
-    } else {
-        /* Re-read the range-deletion block from disk; the bounds are then
-         * the extremes of the points and the tombstones. */
-        TRY(read_meta(r, r->ext.range_del, r->file_size - SST_FOOTER_SIZE, "range-deletion block", &rdraw));
-        TRY(parse_range_dels(r, slice_make(rdraw, (size_t)r->ext.range_del.size), r->ext.range_del.offset, &rdl));
-        buf_t lo = {0}, hi = {0};
-        rc = rd_bound_smallest(&lo, rdl.v[0].start, rdl.v[0].seq);
-        for (size_t i = 0; i < rdl.n && rc == TDB_OK; i++) {
-            buf_t bnd = {0};
-            rc = rd_bound_largest(&bnd, rdl.v[i].end);
-            if (rc == TDB_OK && (hi.size == 0 || ikey_compare(buf_slice(&bnd), buf_slice(&hi)) > 0)) {
-                buf_clear(&hi);
-                rc = buf_append(&hi, bnd.data, bnd.size);
-            }
-            buf_free(&bnd);
-        }
-        if (rc == TDB_OK && entries > 0) {
-            if (ikey_compare(buf_slice(&first), buf_slice(&lo)) < 0) {
-                buf_clear(&lo);
-                rc = buf_append(&lo, first.data, first.size);
-            }
-            if (rc == TDB_OK && ikey_compare(buf_slice(&prev), buf_slice(&hi)) > 0) {
-                buf_clear(&hi);
-                rc = buf_append(&hi, prev.data, prev.size);
-            }
-        }
-        int same = rc == TDB_OK && sst_key_cmp(buf_slice(&lo), buf_slice(&r->props.smallest)) == 0 &&
-                   sst_key_cmp(buf_slice(&hi), buf_slice(&r->props.largest)) == 0;
-        buf_free(&lo);
-        buf_free(&hi);
-        if (rc != TDB_OK) goto err;
-        if (!same) RAISE(TDB_ERR_CORRUPTION, "%s: key range differs from the recorded smallest/largest keys", r->path);
-    }
-    if (entries != r->props.num_entries || separated != r->props.num_separated_values)
-        RAISE(TDB_ERR_CORRUPTION, "%s: %llu entries (%llu separated), properties say %llu (%llu)", r->path,
-              (unsigned long long)entries, (unsigned long long)separated,
-              (unsigned long long)r->props.num_entries, (unsigned long long)r->props.num_separated_values);
-err:
-    if (ref.blk) ref_release(r, &ref);
-    block_iter_free(&bi);
-    buf_free(&prev);
-    buf_free(&val);
-    buf_free(&first);
-    pinned_free(rdraw);
-    rd_list_free(&rdl);
-    return rc;
 }

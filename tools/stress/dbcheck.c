@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "db/db_impl.h"
+#include "db/batch.h"
+#include "db/filename.h"
+#include "util/error.h"
 #include "sst/sst.h"
 #include "dbcheck.h"
 #include "version/manifest.h"

@@ -1,0 +1,65 @@
+/*
+ * db/batch: the write batch's encoding (db/batch.c), a narrow header: what
+ * the WAL replay, the fuzz targets and the offline checker need to decode a
+ * batch, without the database's private state (db/db_impl.h). Batches and
+ * families are the public opaque types.
+ */
+#ifndef TDB_DB_BATCH_H
+#define TDB_DB_BATCH_H
+
+#include <stdint.h>
+
+#include "tidesdb/tidesdb.h"
+#include "util/coding.h"
+#include "util/slice.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The batch format is the WAL record payload:
+ *   fixed64 first sequence | fixed32 count | entries
+ *   entry: type byte | varint32 cf id | lenprefixed key | [lenprefixed value]
+ * Values of KT_PUT_TTL carry fixed64 expiry first. KT_RANGE_DELETE has a
+ * value too: the end key (exclusive; key < value). */
+typedef struct batch_entry {
+    unsigned type;
+    uint32_t cf_id;
+    slice_t key;
+    slice_t value;
+} batch_entry_t;
+/* A batch in memory ("rep"): fixed64 seq | fixed32 count | BATCH_WAL_SPARE
+ * bytes | entries. Its WAL payload (batch_wal_payload) is a suffix of it:
+ * the compact header varint64 zigzag(seq - expected) | varint32 count is
+ * written right-aligned into the spare bytes, then the entries. `expected`
+ * is the sequence after the previous record of the same log (seq + count),
+ * 0 for a log's first record, so a record usually spends 2 bytes on its
+ * header instead of 12. */
+#define BATCH_WAL_SPARE (VARINT64_MAX + VARINT32_MAX)
+#define BATCH_HEADER (12 + BATCH_WAL_SPARE)
+typedef int (*batch_visit_fn)(void *ctx, uint64_t seq, const batch_entry_t *e);
+/* Decode a batch rep, calling fn for each entry with its sequence. */
+int batch_iterate(slice_t rep, batch_visit_fn fn, void *ctx);
+/* The WAL payload of b (numbered already); *expected is the log's state
+ * (0 for a new log), advanced past b. The log's writer lock is held. */
+slice_t batch_wal_payload(tdb_batch_t *b, uint64_t *expected);
+/* Turn a WAL payload (bytes from disk) back into a rep in out, advancing
+ * *expected like the writer did. TDB_ERR_CORRUPTION for a malformed header
+ * or impossible sequence numbers; the entries are checked by batch_iterate. */
+int batch_from_wal(slice_t payload, uint64_t *expected, buf_t *out);
+/* The same for a WAL written under manifest format <= 2, whose payloads
+ * begin with the fixed 12-byte header. */
+int batch_from_wal_fixed(slice_t payload, buf_t *out);
+slice_t batch_rep(tdb_batch_t *b);
+void batch_set_seq(tdb_batch_t *b, uint64_t seq);
+uint32_t batch_count_raw(slice_t rep);
+uint64_t batch_user_bytes(const tdb_batch_t *b);
+/* Append an entry whose value is already encoded (TTL prefix included). */
+int batch_add_raw(tdb_batch_t *b, tdb_cf_t *cf, unsigned type, slice_t key, slice_t value);
+/* Families referenced by the batch (distinct). */
+int batch_cfs(const tdb_batch_t *b, tdb_cf_t ***cfs);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,154 @@
+/*
+ * sst/reader_impl: the reader's private state, shared by the files of one
+ * idea (sst_reader.c: open, point lookups, properties; sst_iter.c: the
+ * iterator; sst_verify.c: verification). Private to src/sst, and C only
+ * (it holds atomics). Invariants: at the top of sst/sst_reader.c.
+ */
+#ifndef TDB_SST_READER_IMPL_H
+#define TDB_SST_READER_IMPL_H
+
+#include <stdatomic.h>
+#include <string.h>
+
+#include "sst/block.h"
+#include "sst/format.h"
+#include "sst/range_del.h"
+#include "sst/sst.h"
+#include "util/ikey.h"
+
+/* Decoded record payload: the block cache's value type. One allocation:
+ * the payload follows the header (data == (char *)(block + 1)), so a
+ * cached block costs one malloc and one fewer cache miss to reach. */
+typedef struct sst_block {
+    char *data;
+    size_t size;
+    size_t cap; /* of the whole allocation, from the block pool */
+    /* The block cache's entry for it (lru_cache_insert_embedded): with the
+     * buffer on a 64-byte boundary, a cache hit and the first look at the
+     * block touch one cache line instead of two. */
+    uint64_t handle[LRU_HANDLE_SPACE / 8];
+} sst_block_t;
+
+/* A loaded record: either pinned in the cache (h) or owned (h == NULL). */
+typedef struct block_ref {
+    sst_block_t *blk;
+    lru_handle_t *h;
+} block_ref_t;
+
+typedef struct idx_entry {
+    const char *key;
+    uint32_t key_len;
+    uint64_t offset, size;
+} idx_entry_t;
+
+struct sst_reader {
+    env_t *env;
+    env_file_t *file;
+    char *path;
+    uint64_t file_number;
+    lru_cache_t *cache;
+    atomic_int refs;
+    atomic_uint_fast64_t disk_reads;
+    uint64_t file_size;
+    uint64_t data_end;
+    sst_props_t props;
+    sst_props_ext_t ext;
+    idx_entry_t *idx;
+    size_t nblocks;
+    char *idx_keys;
+    uint64_t *idx_pfx;  /* per entry: 8 user-key bytes after idx_lcp, big-endian */
+    uint64_t *idx_top;  /* idx_pfx[j * IDX_TOP_STRIDE] for each j < ntop */
+    size_t ntop;
+    size_t idx_lcp;     /* user-key prefix shared by every index key */
+    char *filter;
+    size_t filter_size;
+    rd_list_t rdl;  /* range tombstones */
+    rd_frags_t rdf; /* ... fragmented (all sequences, or the top one) */
+    int rd_top_only;
+    const char *map;              /* [0, data_end) mapped, or NULL */
+    _Atomic unsigned char *seen;  /* per data block: read once with pread */
+    atomic_uint_fast64_t map_reads;
+};
+
+/* Unpin or free a loaded record. */
+void sst_ref_release(const sst_reader_t *r, block_ref_t *ref);
+/* Re-raise the current thread's error detail prefixed with file and offset. */
+int sst_wrap_err(const sst_reader_t *r, int rc, const char *what, uint64_t off);
+/* Load data block i of the index. */
+int sst_load_data_block(sst_reader_t *r, size_t i, int use_cache, block_ref_t *ref);
+/* Resolve a separated value reference into *out (buf_clear then append). */
+int sst_resolve_value(sst_reader_t *r, slice_t refv, int use_cache, uint64_t block_off, buf_t *out);
+/* Check a metadata handle lies in [0, limit) and read it (raw only). */
+int sst_read_meta(sst_reader_t *r, sst_handle_t h, uint64_t limit, const char *what, char **out);
+/* Decode and check a range-deletion block into *out (appending). */
+int sst_parse_range_dels(const sst_reader_t *r, slice_t blk, uint64_t off, rd_list_t *out);
+
+/* Big-endian value of up to 8 bytes of u starting at off, zero-padded:
+ * if two such values differ, the user keys (sharing u[0, off)) compare
+ * the same way. */
+static inline uint64_t key_prefix(slice_t u, size_t off) {
+    unsigned char b[8] = {0};
+    if (u.size > off) memcpy(b, u.data + off, u.size - off < 8 ? u.size - off : 8);
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = v << 8 | b[i];
+    return v;
+}
+
+/* Index entries per sample of the top-level prefix array. */
+#define IDX_TOP_STRIDE 16
+
+/* Separator of index entry i compared with target, given the entry's
+ * prefix; the prefix decides unless it ties (or use_pfx is 0). */
+static inline int index_cmp(const sst_reader_t *r, size_t i, uint64_t pfx, int use_pfx, uint64_t tp,
+                            slice_t target) {
+    if (use_pfx && pfx != tp) return pfx < tp ? -1 : 1;
+    return sst_key_cmp(slice_make(r->idx[i].key, r->idx[i].key_len), target);
+}
+
+/* Index of the first block whose separator is >= target (nblocks if none).
+ * Two levels: a binary search of the small sample array idx_top (every
+ * IDX_TOP_STRIDE-th prefix, cache-resident across lookups) picks a run of
+ * at most IDX_TOP_STRIDE - 1 entries, searched in idx_pfx; so a lookup
+ * touches a couple of cache lines of the big arrays instead of one per
+ * step. Full keys are compared only on prefix ties. */
+static inline size_t index_lower_bound(const sst_reader_t *r, slice_t target) {
+    if (r->nblocks == 0) return 0;
+    slice_t tu = target.size >= IKEY_TRAILER ? ikey_user(target) : slice_make(NULL, 0);
+    int use_pfx = target.size >= IKEY_TRAILER && tu.size >= r->idx_lcp &&
+                  (r->idx_lcp == 0 || memcmp(tu.data, r->idx[0].key, r->idx_lcp) == 0);
+    uint64_t tp = use_pfx ? key_prefix(tu, r->idx_lcp) : 0;
+    /* First sample j whose entry is >= target: the answer is in
+     * ((j - 1) * STRIDE, j * STRIDE] (clipped to nblocks). */
+    size_t lo = 0, hi = r->ntop;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (index_cmp(r, mid * IDX_TOP_STRIDE, r->idx_top[mid], use_pfx, tp, target) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t end = lo < r->ntop ? lo * IDX_TOP_STRIDE : r->nblocks;
+    hi = end;
+    lo = lo > 0 ? (lo - 1) * IDX_TOP_STRIDE + 1 : 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (index_cmp(r, mid, r->idx_pfx[mid], use_pfx, tp, target) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Validate a stored key's trailer: type (flag stripped) must be known, the
+ * flag only on value types. Returns the stripped type or -1. */
+static inline int stored_key_type(slice_t k) {
+    if (k.size < IKEY_TRAILER) return -1;
+    unsigned t = (unsigned char)k.data[k.size - IKEY_TRAILER];
+    unsigned base = t & ~SST_KT_SEPARATED;
+    if (base > KT_MAX_VALID) return -1;
+    if ((t & SST_KT_SEPARATED) && !kt_is_value(base)) return -1;
+    return (int)base;
+}
+
+#endif
