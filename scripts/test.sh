@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, in stages; exits non-zero if any stage failed.
 #   1. unit + integration tests (ctest): installs the build dependencies
-#      (skipping what is installed), builds RelWithDebInfo into build/;
+#      (skipping what is installed), builds RelWithDebInfo into build/,
+#      checks the layering rules (scripts/check_layers.sh, seconds);
 #   2. reliability (scripts/test_reliability.sh): kill -9 crash loop per
 #      sync mode, fuzz targets on their corpora, the ASan+UBSan and TSan
 #      builds running the unit tests and a short stress run
@@ -36,6 +37,7 @@ unit() {
     # -U: forget a TDB_SUBSYSTEMS cached by an older or partial configure.
     cmake -G Ninja -S . -B build -U TDB_SUBSYSTEMS -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTDB_BUILD_TESTS=ON &&
         cmake --build build -j2 &&
+        bash scripts/check_layers.sh --build build &&
         ctest --test-dir build --output-on-failure -j2 --timeout 900
 }
 
