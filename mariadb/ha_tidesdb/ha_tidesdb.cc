@@ -212,8 +212,15 @@ int ha_tidesdb::create(const char *name, TABLE *form, HA_CREATE_INFO *create_inf
   }
   tdb_cf_config_t cfg;
   sysvars_cf_config(s->option_struct, &cfg);
-  return dict_create(dict_name_from_path(name), s->keys, s->primary_key == MAX_KEY, cfg,
-                     create_info->auto_increment_value);
+  int err = dict_create(dict_name_from_path(name), s->keys, s->primary_key == MAX_KEY, cfg,
+                        create_info->auto_increment_value);
+  /* A library refusal (a table option in the server's range that the
+   * library cannot honour, e.g. WRITE_BUFFER_SIZE=1, or an I/O error):
+   * the server would only say "errno: 201 Unknown error"; say what. */
+  if (err == HA_ERR_LAST + 1 && !ha_thd()->is_error())
+    my_printf_error(ER_CANT_CREATE_TABLE, "Can't create table `%s`.`%s` (%s)", MYF(0), s->db.str,
+                    s->table_name.str, last_error_detail().c_str());
+  return err;
 }
 
 int ha_tidesdb::delete_table(const char *name) {
@@ -258,9 +265,14 @@ bool ha_tidesdb::get_error_message(int error, String *buf) {
   /* The server's texts of these say it all (the library's detail names
    * internal transaction ids). */
   if (error == HA_ERR_LOCK_DEADLOCK || error == HA_ERR_LOCK_WAIT_TIMEOUT) return false;
-  const std::string &d = last_error_detail();
-  if (!d.empty()) buf->copy(d.data(), d.size(), system_charset_info);
-  return error == HA_ERR_LOCK_WAIT_TIMEOUT;
+  /* The library's detail names a file at best (an SST of a damaged
+   * table): say which table, so the user knows what is damaged. */
+  std::string d = last_error_detail();
+  if (d.empty()) d = "TidesDB: error " + std::to_string(error);
+  if (table_share)
+    d += std::string(" (table ") + table_share->db.str + "." + table_share->table_name.str + ")";
+  buf->copy(d.data(), d.size(), system_charset_info);
+  return false;
 }
 
 /* ---- statement boundaries and locks ---- */

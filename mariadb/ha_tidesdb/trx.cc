@@ -85,6 +85,12 @@ int Trx::map_err(int rc) {
     case TDB_ERR_BUSY:
       s_busy++;
       return map_tdb_error(rc);
+    case TDB_ERR_TOO_LARGE: {
+      /* The transaction's write buffer is full: say what bounds it. */
+      int err = map_tdb_error(rc);
+      set_error_detail(last_error_detail() + " (a quarter of tidesdb_max_memory_usage; use smaller transactions)");
+      return err;
+    }
     default:
       return map_tdb_error(rc);
   }
@@ -354,7 +360,13 @@ static int lock_call(Trx *trx, bool may_wait, F op) {
 }
 
 int Trx::put(tdb_cf_t *cf, const std::string &key, const uchar *val, size_t vlen) {
-  if (key.empty() || key.size() > TDB_MAX_KEY_SIZE || vlen > TDB_MAX_VALUE_SIZE) return HA_ERR_TO_BIG_ROW;
+  if (key.empty() || key.size() > TDB_MAX_KEY_SIZE || vlen > TDB_MAX_VALUE_SIZE) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "TidesDB: key of %zu bytes or value of %zu bytes over the limits (%u, %u bytes)",
+             key.size(), vlen, (unsigned)TDB_MAX_KEY_SIZE, (unsigned)TDB_MAX_VALUE_SIZE);
+    set_error_detail(msg);
+    return HA_ERR_TO_BIG_ROW;
+  }
   int err = begin();
   if (err) return err;
   int rc = lock_call(this, pessimistic(), [&] { return tdb_txn_put(m_txn, cf, key.data(), key.size(), val, vlen, 0); });
