@@ -103,7 +103,8 @@ build() {
     die "libtidesdb build failed (run: ninja -C $B/libtidesdb tidesdb_static)"
   LIB="$B/libtidesdb/libtidesdb.a"
 
-  # 2. Server plugin services (small C stubs every dynamic plugin links).
+  # 2. libmysqlservices.a: the server-services glue (libservices/*.c) every
+  #    dynamic plugin links.
   if [ ! -f "$B/services/libmysqlservices.a" ]; then
     for c in "$S"/libservices/*.c; do
       gcc -fPIC -O2 "${DEFS[@]}" "${INC[@]}" -c "$c" -o "$B/services/$(basename "${c%.c}").o"

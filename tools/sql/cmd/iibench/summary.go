@@ -194,12 +194,7 @@ func WriteSummary(w io.Writer, out string, info RunInfo, res []TaskResult) error
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "# iibench summary\n\nTask file: `%s`; mode: %s.\n\n", info.Config, info.Mode)
-	for _, l := range info.PresetLines {
-		b.WriteString("- " + l + "\n")
-	}
-	for _, n := range info.Notes {
-		b.WriteString("- note: " + n + "\n")
-	}
+	b.WriteString(report.Settings(info.PresetLines, info.Notes))
 	b.WriteString("\nPer task (latencies: mean and worst of the report intervals):\n\n")
 	b.WriteString(tasks.Markdown())
 	if bt := byTypeTable(res); len(bt.Rows) > 0 {

@@ -128,12 +128,7 @@ func cells(rows []Row) map[cellKey]*cell {
 func Markdown(cfg Config, stamp string, rows []Row, notes []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# sqlbench %s\n\n", stamp)
-	for _, l := range cfg.Lines() {
-		b.WriteString("- " + l + "\n")
-	}
-	for _, n := range notes {
-		b.WriteString("- note: " + n + "\n")
-	}
+	b.WriteString(report.Settings(cfg.Lines(), notes))
 	m := cells(rows)
 	get := func(e, w string, th, size int) *cell { return m[cellKey{e, w, th, size}] }
 	show := func(c *cell, v func(*cell) float64, format string) string {

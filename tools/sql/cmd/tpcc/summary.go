@@ -179,12 +179,7 @@ func advantage(m metric, t, p float64) string {
 func Markdown(o options, stamp string, rs []Result, notes []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# tpcc %s\n\n", stamp)
-	for _, l := range o.Lines() {
-		b.WriteString("- " + l + "\n")
-	}
-	for _, n := range notes {
-		b.WriteString("- note: " + n + "\n")
-	}
+	b.WriteString(report.Settings(o.Lines(), notes))
 	t := report.Table{Header: []string{"metric"}}
 	for _, e := range o.engines {
 		t.Header = append(t.Header, report.EngineLabel(e))

@@ -356,12 +356,7 @@ func variantTable(fs []variantFigures) report.Table {
 func variantMarkdown(o options, stamp string, rs []Result, notes []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# tpcc %s: build variants\n\n", stamp)
-	for _, l := range o.Lines() {
-		b.WriteString("- " + l + "\n")
-	}
-	for _, n := range notes {
-		b.WriteString("- note: " + n + "\n")
-	}
+	b.WriteString(report.Settings(o.Lines(), notes))
 	b.WriteString("\nPer variant and engine over the iterations: mean (min..max, ±relative sample standard deviation); " +
 		"\"vs first\" is the mean divided by the first variant's for the same engine (throughput: above 1.00x is better; " +
 		"p99: below 1.00x is better).")

@@ -174,3 +174,16 @@ func ReadCSV(path string) ([]map[string]string, error) {
 	}
 	return out, nil
 }
+
+// Settings is the bullet list every summary.md opens with: the run's
+// settings, one per line, then its notes ("- note: ...").
+func Settings(lines, notes []string) string {
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString("- " + l + "\n")
+	}
+	for _, n := range notes {
+		b.WriteString("- note: " + n + "\n")
+	}
+	return b.String()
+}
