@@ -43,7 +43,7 @@ WHITEBOX_DIRS="tests fuzz tools/stress"
 MAX_LINES=1000
 LINE_DEBT="
 tests/compaction_test.cc 1496
-tests/fault_test.cc 1107
+tests/fault_test.cc 1072
 tests/sst_test.cc 1054
 "
 

@@ -95,17 +95,19 @@ uint64_t VerifyPrefix(tdb_t *db, int w, uint64_t at_least) {
     uint64_t n = 0;
     for (;; n++) {
         std::string k = WKey(w, n);
-        void *v;
-        size_t vl;
+        void *v = nullptr, *v2 = nullptr;  // tdb_get sets them only on success
+        size_t vl = 0, vl2 = 0;
         int rc = tdb_get(db, def, nullptr, k.data(), k.size(), &v, &vl);
-        void *v2;
-        size_t vl2;
         int rc2 = tdb_get(db, mirror, nullptr, k.data(), k.size(), &v2, &vl2);
         EXPECT_EQ(rc, rc2) << "families disagree at " << k;
+        EXPECT_TRUE(rc == TDB_OK || rc == TDB_ERR_NOT_FOUND) << k << ": " << tdb_last_error();
+        EXPECT_TRUE(rc2 == TDB_OK || rc2 == TDB_ERR_NOT_FOUND) << k << " (mirror): " << tdb_last_error();
+        std::string want = tdbtest::Value(n, 100 + (n % 5) * 200);
+        if (rc == TDB_OK) EXPECT_EQ(std::string((char *)v, vl), want) << k;
+        if (rc2 == TDB_OK) EXPECT_EQ(std::string((char *)v2, vl2), want) << k << " (mirror)";
+        if (rc == TDB_OK) tdb_free(v);
+        if (rc2 == TDB_OK) tdb_free(v2);
         if (rc != TDB_OK) break;
-        EXPECT_EQ(std::string((char *)v, vl), tdbtest::Value(n, 100 + (n % 5) * 200));
-        tdb_free(v);
-        tdb_free(v2);
     }
     // No holes: nothing after the prefix (scan a window beyond it).
     tdb_iter_t *it;

@@ -78,9 +78,15 @@ TEST_F(DbTest, BadInputGetsClearErrors) {
     EXPECT_EQ(tdb_put(db_, cf_, big.data(), big.size(), "v", 1, 0), TDB_ERR_TOO_LARGE);
     EXPECT_EQ(tdb_put(db_, nullptr, "k", 1, "v", 1, 0), TDB_ERR_INVALID_ARG);
     EXPECT_EQ(tdb_put(db_, cf_, "k", 1, "v", 1, -5), TDB_ERR_INVALID_ARG);
-    void *v;
-    size_t n;
+    void *v = &v;  // a failed get leaves nothing to free: NULL and 0
+    size_t n = 7;
     EXPECT_EQ(tdb_get(db_, cf_, nullptr, "", 0, &v, &n), TDB_ERR_INVALID_ARG);
+    EXPECT_EQ(v, nullptr);
+    EXPECT_EQ(n, 0u);
+    v = &v, n = 7;
+    EXPECT_EQ(tdb_get(db_, cf_, nullptr, "absent", 6, &v, &n), TDB_ERR_NOT_FOUND);
+    EXPECT_EQ(v, nullptr);
+    EXPECT_EQ(n, 0u);
     EXPECT_EQ(tdb_get(db_, cf_, nullptr, "k", 1, nullptr, &n), TDB_ERR_INVALID_ARG);
     tdb_cf_t *missing;
     EXPECT_EQ(tdb_get_cf(db_, "nope", &missing), TDB_ERR_NOT_FOUND);

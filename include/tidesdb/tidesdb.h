@@ -291,7 +291,7 @@ TDB_API uint64_t tdb_snapshot_sequence(const tdb_snapshot_t *snap);
 
 /* Point lookup (snap NULL = latest). On TDB_OK *val is a malloc'd copy
  * (release with tdb_free) of *vlen bytes; TDB_ERR_NOT_FOUND if absent,
- * deleted or expired. */
+ * deleted or expired. On any failure *val is NULL and *vlen 0. */
 TDB_API int tdb_get(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap,
                     const void *key, size_t klen, void **val, size_t *vlen);
 

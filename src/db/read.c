@@ -99,6 +99,8 @@ static int mem_lookup(memtable_t *m, slice_t uk, uint64_t snap, unsigned *type, 
 
 int tdb_get(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap, const void *key, size_t klen, void **val,
             size_t *vlen) {
+    if (val) *val = NULL; /* what a caller sees on any failure */
+    if (vlen) *vlen = 0;
     int rc = db_check_cf(db, cf);
     if (rc != TDB_OK) return rc;
     if (!val || !vlen) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_get: NULL output");
