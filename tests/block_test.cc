@@ -331,34 +331,111 @@ TEST(Block, PrefetchHintsChangeNothing) {
     block_iter_free(&it);
 }
 
-// Random damage anywhere in a block never crashes or reads out of bounds
-// (run under ASan to check the latter).
+// What one scan of a (possibly damaged) block did.
+struct ScanResult {
+    size_t entries = 0;
+    int status = TDB_OK;
+    bool runaway = false;  // more steps than the block can hold entries
+};
+
+// Walk the block in one direction from seek_to_first / seek_to_last and
+// check every step: the position moves strictly (so the scan ends), the key
+// and value lie within the block's bytes, and the scan ends with a clean
+// status or a corruption error. Every entry takes at least 3 bytes (its
+// three varints), so a scan of more than size / 3 entries is endless.
+ScanResult CheckedScan(block_iter_t *it, const std::vector<char> &blk, bool forward, const char *where) {
+    ScanResult r;
+    const size_t bound = blk.size() / 3;
+    const char *lo = blk.data(), *hi = blk.data() + blk.size();
+    if (forward) block_iter_seek_to_first(it);
+    else block_iter_seek_to_last(it);
+    uint32_t last = 0;
+    for (; block_iter_valid(it); forward ? block_iter_next(it) : block_iter_prev(it)) {
+        if (++r.entries > bound) {
+            r.runaway = true;
+            ADD_FAILURE() << where << ": " << (forward ? "forward" : "backward") << " scan of a " << blk.size()
+                          << "-byte block did not end within " << bound << " entries";
+            break;
+        }
+        if (r.entries > 1 && (forward ? it->cur <= last : it->cur >= last)) {
+            ADD_FAILURE() << where << ": position did not move " << (forward ? "forward" : "backward") << " ("
+                          << last << " -> " << it->cur << ")";
+            break;
+        }
+        last = it->cur;
+        slice_t v = block_iter_value(it);
+        EXPECT_TRUE(v.size == 0 || (v.data >= lo && v.data + v.size <= hi)) << where << ": value outside the block";
+        EXPECT_LE(block_iter_key(it).size, blk.size()) << where << ": key longer than the block";
+    }
+    r.status = block_iter_status(it);
+    EXPECT_TRUE(r.status == TDB_OK || r.status == TDB_ERR_CORRUPTION)
+        << where << ": scan ended with " << tdb_strerror(r.status);
+    return r;
+}
+
+// Random damage anywhere in a block (flipped bytes, truncation) never
+// crashes, reads out of bounds (run under ASan for the latter) or loops:
+// every scan, both ways, ends within the entries the block can hold, with
+// TDB_OK or TDB_ERR_CORRUPTION; a seek that finds an entry finds one >= its
+// target. The undamaged block scans back exactly, and the damage is both
+// detected (corruption) and survived (clean scans) in some rounds, so both
+// outcomes are exercised.
 TEST(Block, FuzzedBlocksNeverCrash) {
     auto kvs = MakeEntries(150, 6);
     std::string good = Build(kvs, 16);
     std::mt19937 rng(11);
     block_iter_t it;
     block_iter_init(&it, Cmp);
-    for (int round = 0; round < 3000; round++) {
+    {
+        std::vector<char> heap(good.begin(), good.end());
+        ASSERT_EQ(block_iter_set(&it, slice_make(heap.data(), heap.size())), TDB_OK);
+        ScanResult f = CheckedScan(&it, heap, true, "undamaged"), b = CheckedScan(&it, heap, false, "undamaged");
+        EXPECT_EQ(f.entries, kvs.size());
+        EXPECT_EQ(b.entries, kvs.size());
+        EXPECT_EQ(f.status, TDB_OK);
+        EXPECT_EQ(b.status, TDB_OK);
+    }
+    int rejected = 0, corrupt_scans = 0, clean_scans = 0;
+    for (int round = 0; round < 3000 && !HasFailure(); round++) {
         std::string b = good;
         int flips = 1 + (int)(rng() % 4);
         for (int f = 0; f < flips; f++) b[rng() % b.size()] ^= (char)(1 + rng() % 255);
         if (round % 10 == 0) b.resize(rng() % b.size());
         // Copy into an exactly sized heap buffer so ASan catches overreads.
         std::vector<char> heap(b.begin(), b.end());
-        if (block_iter_set(&it, slice_make(heap.data(), heap.size())) != TDB_OK) continue;
-        size_t steps = 0;
-        for (block_iter_seek_to_first(&it); block_iter_valid(&it) && steps < 10000; block_iter_next(&it)) steps++;
-        steps = 0;
-        for (block_iter_seek_to_last(&it); block_iter_valid(&it) && steps < 10000; block_iter_prev(&it)) steps++;
+        std::string where = "round " + std::to_string(round);
+        int rc = block_iter_set(&it, slice_make(heap.data(), heap.size()));
+        if (rc != TDB_OK) {
+            EXPECT_EQ(rc, TDB_ERR_CORRUPTION) << where;
+            EXPECT_FALSE(block_iter_valid(&it)) << where;
+            block_iter_seek_to_first(&it);
+            EXPECT_FALSE(block_iter_valid(&it)) << where << ": a rejected block yields entries";
+            rejected++;
+            continue;
+        }
+        for (bool forward : {true, false}) {
+            ScanResult r = CheckedScan(&it, heap, forward, where.c_str());
+            (r.status == TDB_OK ? clean_scans : corrupt_scans)++;
+        }
         std::string t = kvs[rng() % kvs.size()].first;
         block_iter_set(&it, slice_make(heap.data(), heap.size()));
         for (int stage = 0; block_iter_prefetch_seek(&it, S(t), stage); stage++) {
+            ASSERT_LT(stage, 4) << where << ": prefetch stages do not end";
         }
         block_iter_seek(&it, S(t));
-        if (block_iter_valid(&it)) block_iter_prev(&it);
+        if (block_iter_valid(&it)) {
+            EXPECT_GE(Cmp(block_iter_key(&it), S(t)), 0) << where << ": seek landed before its target";
+            block_iter_prev(&it);
+        }
+        rc = block_iter_status(&it);
+        EXPECT_TRUE(rc == TDB_OK || rc == TDB_ERR_CORRUPTION) << where << ": seek ended with " << tdb_strerror(rc);
     }
     block_iter_free(&it);
+    printf("[ fuzzed blocks ] rejected %d, scans ending clean %d, scans ending in corruption %d\n", rejected,
+           clean_scans, corrupt_scans);
+    EXPECT_GT(rejected, 0);
+    EXPECT_GT(clean_scans, 0);
+    EXPECT_GT(corrupt_scans, 0);
 }
 
 }  // namespace
