@@ -14,7 +14,7 @@ static const uint32 MAX_ENCODED_KEY = 16384;
 ha_tidesdb::ha_tidesdb(handlerton *hton, TABLE_SHARE *share) : handler(hton, share) {}
 
 ha_tidesdb::~ha_tidesdb() {
-  m_iter.close();
+  close_iter();
   my_free(m_scratch);
 }
 
@@ -93,7 +93,7 @@ int ha_tidesdb::bind_def(const TableDefPtr &def) {
   for (uint k = 0; k < s->keys; k++) m_codecs[k].init(&table->key_info[k]);
   m_pk_len = hidden ? 8 : m_codecs[s->primary_key].full_len();
   m_def = def;
-  m_iter.close();
+  close_iter();
   return 0;
 }
 
@@ -128,7 +128,7 @@ int ha_tidesdb::open(const char *name, int mode, uint test_if_locked) {
 }
 
 int ha_tidesdb::close(void) {
-  m_iter.close();
+  close_iter();
   m_def.reset();
   my_free(m_scratch);
   m_scratch = NULL;
@@ -234,7 +234,7 @@ int ha_tidesdb::rename_table(const char *from, const char *to) {
 }
 
 int ha_tidesdb::truncate() {
-  m_iter.close();
+  close_iter();
   TableDefPtr def;
   int err = dict_truncate(m_def->name, &def);
   if (err) return err;
@@ -302,7 +302,7 @@ int ha_tidesdb::extra(enum ha_extra_function op) {
 
 int ha_tidesdb::reset() {
   m_ignore_dup = m_can_replace = m_insert_update = false;
-  m_iter.close();
+  close_iter();
   m_last_locked = false;
   m_trx = NULL;
   m_point = false;
@@ -321,7 +321,7 @@ static RowLock row_lock_of(thr_lock_type t) {
 
 int ha_tidesdb::external_lock(THD *thd, int lock_type) {
   if (lock_type == F_UNLCK) {
-    m_iter.close();
+    close_iter();
     m_lock_type = F_UNLCK;
     m_row_lock = ROW_LOCK_NONE;
     m_last_locked = false;
@@ -353,7 +353,7 @@ void ha_tidesdb::serializable_reads(THD *thd) {
 
 /* A statement under LOCK TABLES (external_lock ran at LOCK TABLES). */
 int ha_tidesdb::start_stmt(THD *thd, thr_lock_type lock_type) {
-  m_iter.close();
+  close_iter();
   if (m_def && m_def->obsolete) {
     int err = refresh_def();
     if (err) return err;

@@ -130,6 +130,7 @@ class ha_tidesdb : public handler {
   tdb_cf_t *index_cf(uint idx) const { return m_def->cfs[idx]; }
   tdb_cf_t *data_cf() const { return m_def->data_cf(table->s->primary_key); }
   int open_iter(tdb_cf_t *cf);
+  void close_iter();
   int encode_search_key(uint idx, const uchar *key, key_part_map map, std::string *out, uint *nparts);
   bool locking() const { return m_row_lock != ROW_LOCK_NONE; }
   bool verify_index_rows() const;
@@ -162,7 +163,8 @@ class ha_tidesdb : public handler {
   RowLock m_row_lock = ROW_LOCK_NONE;
   thr_lock_type m_stored_lock = TL_IGNORE; /* from store_lock() */
 
-  TxnIter m_iter;
+  TxnIter m_iter;            /* kept for the statement: see open_iter() */
+  bool m_positioned = false; /* the current scan has placed m_iter */
   bool m_rnd_started = false;
   std::string m_scan_prefix; /* index_next_same bound */
   bool m_point = false;      /* last index read was a point lookup */

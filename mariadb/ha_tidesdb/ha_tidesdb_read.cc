@@ -24,10 +24,21 @@ static bool iter_at_prefix(const TxnIter &it, const std::string &p) {
  * column. */
 bool ha_tidesdb::want_full_row() { return !keyread_enabled() || m_lock_type == F_WRLCK || locking(); }
 
+/* The handler's iterator lives for the statement (external_lock and
+ * start_stmt close it): a scan or lookup of the same family re-seeks it
+ * instead of building a new one, so a subquery or a lateral derived table
+ * executed once per outer row (index_init .. index_end each time) does not
+ * create and destroy a library iterator per execution. m_positioned says
+ * whether the current scan has placed it; a scan starts unplaced. */
 int ha_tidesdb::open_iter(tdb_cf_t *cf) {
   if (m_iter.is_open() && m_iter.cf() == cf) return 0;
   g_counters.iterators++;
   return m_iter.open(trx(), cf);
+}
+
+void ha_tidesdb::close_iter() {
+  m_iter.close();
+  m_positioned = false;
 }
 
 /* Whether a row fetched through a secondary-index entry must be checked
@@ -158,12 +169,12 @@ int ha_tidesdb::point_read(uchar *buf, uint idx, const std::string &key) {
 int ha_tidesdb::index_init(uint idx, bool sorted) {
   active_index = idx;
   m_point = false;
-  m_iter.close();
+  m_positioned = false;
   return 0;
 }
 
 int ha_tidesdb::index_end() {
-  m_iter.close();
+  m_positioned = false;
   m_point = false;
   active_index = MAX_KEY;
   return 0;
@@ -186,6 +197,7 @@ int ha_tidesdb::index_read_map(uchar *buf, const uchar *key, key_part_map keypar
 
   int err = open_iter(index_cf(idx));
   if (err) return err;
+  m_positioned = true;
   int dir = 1;
   bool check = false;
   std::string s;
@@ -253,11 +265,12 @@ int ha_tidesdb::index_next(uchar *buf) {
     m_point = false;
     int err = open_iter(index_cf(active_index));
     if (err) return err;
+    m_positioned = true;
     m_iter.seek((const uchar *)m_point_key.data(), m_point_key.size());
     while (m_iter.valid() && iter_at_prefix(m_iter, m_point_key)) m_iter.next();
     return fetch(buf, 1, false);
   }
-  if (!m_iter.is_open()) return HA_ERR_END_OF_FILE;
+  if (!m_positioned) return HA_ERR_END_OF_FILE;
   m_iter.next();
   return fetch(buf, 1, false);
 }
@@ -267,18 +280,19 @@ int ha_tidesdb::index_prev(uchar *buf) {
     m_point = false;
     int err = open_iter(index_cf(active_index));
     if (err) return err;
+    m_positioned = true;
     m_iter.seek_for_prev((const uchar *)m_point_key.data(), m_point_key.size());
     while (m_iter.valid() && iter_at_prefix(m_iter, m_point_key)) m_iter.prev();
     return fetch(buf, -1, false);
   }
-  if (!m_iter.is_open()) return HA_ERR_END_OF_FILE;
+  if (!m_positioned) return HA_ERR_END_OF_FILE;
   m_iter.prev();
   return fetch(buf, -1, false);
 }
 
 int ha_tidesdb::index_next_same(uchar *buf, const uchar *key, uint keylen) {
   if (m_point) return HA_ERR_END_OF_FILE; /* a unique key has one match */
-  if (!m_iter.is_open()) return HA_ERR_END_OF_FILE;
+  if (!m_positioned) return HA_ERR_END_OF_FILE;
   m_iter.next();
   return fetch(buf, 1, true);
 }
@@ -287,6 +301,7 @@ int ha_tidesdb::index_first(uchar *buf) {
   m_point = false;
   int err = open_iter(index_cf(active_index));
   if (err) return err;
+  m_positioned = true;
   m_iter.seek_to_first();
   return fetch(buf, 1, false);
 }
@@ -295,6 +310,7 @@ int ha_tidesdb::index_last(uchar *buf) {
   m_point = false;
   int err = open_iter(index_cf(active_index));
   if (err) return err;
+  m_positioned = true;
   m_iter.seek_to_last();
   return fetch(buf, -1, false);
 }
@@ -304,23 +320,22 @@ int ha_tidesdb::index_last(uchar *buf) {
 int ha_tidesdb::rnd_init(bool scan) {
   m_point = false;
   m_rnd_started = false;
+  m_positioned = false;
   if (!scan) return 0;
-  m_iter.close(); /* a fresh view for each scan */
   return open_iter(data_cf());
 }
 
 int ha_tidesdb::rnd_end() {
-  m_iter.close();
+  m_positioned = false;
   m_rnd_started = false;
   return 0;
 }
 
 int ha_tidesdb::rnd_next(uchar *buf) {
-  if (!m_iter.is_open()) {
+  if (!m_rnd_started) {
     int err = open_iter(data_cf());
     if (err) return err;
-  }
-  if (!m_rnd_started) {
+    m_positioned = true;
     m_iter.seek_to_first();
     m_rnd_started = true;
   } else {
