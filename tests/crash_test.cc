@@ -103,8 +103,12 @@ uint64_t VerifyPrefix(tdb_t *db, int w, uint64_t at_least) {
         EXPECT_TRUE(rc == TDB_OK || rc == TDB_ERR_NOT_FOUND) << k << ": " << tdb_last_error();
         EXPECT_TRUE(rc2 == TDB_OK || rc2 == TDB_ERR_NOT_FOUND) << k << " (mirror): " << tdb_last_error();
         std::string want = tdbtest::Value(n, 100 + (n % 5) * 200);
-        if (rc == TDB_OK) EXPECT_EQ(std::string((char *)v, vl), want) << k;
-        if (rc2 == TDB_OK) EXPECT_EQ(std::string((char *)v2, vl2), want) << k << " (mirror)";
+        if (rc == TDB_OK) {
+            EXPECT_EQ(std::string((char *)v, vl), want) << k;
+        }
+        if (rc2 == TDB_OK) {
+            EXPECT_EQ(std::string((char *)v2, vl2), want) << k << " (mirror)";
+        }
         if (rc == TDB_OK) tdb_free(v);
         if (rc2 == TDB_OK) tdb_free(v2);
         if (rc != TDB_OK) break;

@@ -503,7 +503,8 @@ struct FaultEnv {
     env_t base;          // must be first: file handles point at it
     int appends = 0;
     int fail_appends = 0; // > 0: appends write half their bytes, then fail
-    int fail_syncs = 0;   // > 0: syncs fail with TDB_ERR_IO
+    int fail_syncs = 0;   // > 0: syncs fail with sync_code
+    int sync_code = TDB_ERR_IO;
 };
 
 int FaultAppend(env_file_t *f, const void *d, size_t n) {
@@ -521,7 +522,7 @@ int FaultSync(env_file_t *f) {
     FaultEnv *fe = (FaultEnv *)f->env;
     if (fe->fail_syncs > 0) {
         fe->fail_syncs--;
-        return tdb_err(TDB_ERR_IO, "injected: fdatasync failed");
+        return tdb_err(fe->sync_code, "injected: fdatasync failed");
     }
     return env_posix()->sync(f);
 }
@@ -588,6 +589,66 @@ TEST(Wal, OutOfSpaceAppendTearsTheLogUntilSyncCutsIt) {
     EXPECT_EQ(res.recs, std::vector<std::string>({a}));
     EXPECT_EQ(res.valid_end, good);
     EXPECT_EQ(res.torn, 0);  // a clean end: the log can be closed as complete
+}
+
+// An fsync out of space right after a group appended to a fully synced log
+// cuts that group off (only its pages may have been dropped) and seals the
+// writer; with earlier records unsynced, or when the cut cannot be synced,
+// it is a failed fsync like any other (wal.h).
+TEST(Wal, OutOfSpaceSyncCutsOnlyAGroupOnASyncedLog) {
+    TempDir d;
+    FaultEnv fe = MakeFaultEnv();
+    fe.sync_code = TDB_ERR_NO_SPACE;
+    std::string a(1000, 'a'), b(3000, 'b');
+    slice_t sa = slice_make(a.data(), a.size()), sb = slice_make(b.data(), b.size());
+    {  // synced log: the group is cut off, the writer sealed but not failed
+        std::string path = d.file("cut");
+        wal_writer_t *w = nullptr;
+        ASSERT_EQ(wal_writer_open(&fe.base, path.c_str(), &w), TDB_OK);
+        ASSERT_EQ(wal_writer_add(w, &sa, 1), TDB_OK);
+        ASSERT_EQ(wal_writer_sync(w), TDB_OK);
+        uint64_t start = wal_writer_size(w);
+        ASSERT_EQ(wal_writer_add(w, &sb, 1), TDB_OK);
+        fe.fail_syncs = 1;
+        EXPECT_EQ(wal_writer_sync_group(w, start), TDB_ERR_NO_SPACE);
+        EXPECT_EQ(wal_writer_size(w), start);
+        EXPECT_EQ(wal_writer_add(w, &sa, 1), TDB_ERR_NO_SPACE);  // sealed
+        ReadResult res = ReadLog(path);
+        EXPECT_EQ(res.recs, std::vector<std::string>({a}));
+        EXPECT_EQ(res.torn, 0);
+        EXPECT_EQ(wal_writer_seal(w), TDB_OK);
+        EXPECT_EQ(wal_writer_close(w, 1), TDB_OK);
+        EXPECT_EQ(ReadLog(path).recs, std::vector<std::string>({a}));
+    }
+    {  // an earlier record was not synced: cutting would lose it, so failed
+        std::string path = d.file("unsynced");
+        wal_writer_t *w = nullptr;
+        ASSERT_EQ(wal_writer_open(&fe.base, path.c_str(), &w), TDB_OK);
+        ASSERT_EQ(wal_writer_add(w, &sa, 1), TDB_OK);
+        uint64_t start = wal_writer_size(w);
+        ASSERT_EQ(wal_writer_add(w, &sb, 1), TDB_OK);
+        fe.fail_syncs = 1;
+        EXPECT_EQ(wal_writer_sync_group(w, start), TDB_ERR_NO_SPACE);
+        EXPECT_EQ(wal_writer_size(w), start + WAL_HEADER_SIZE + b.size());  // nothing cut
+        EXPECT_NE(wal_writer_sync(w), TDB_OK);                              // failed for good
+        EXPECT_NE(wal_writer_add(w, &sa, 1), TDB_OK);
+        EXPECT_NE(wal_writer_close(w, 1), TDB_OK);
+        EXPECT_EQ(ReadLog(path).recs, std::vector<std::string>({a, b}));
+    }
+    {  // the cut's own sync fails: failed for good
+        std::string path = d.file("cutfails");
+        wal_writer_t *w = nullptr;
+        ASSERT_EQ(wal_writer_open(&fe.base, path.c_str(), &w), TDB_OK);
+        ASSERT_EQ(wal_writer_add(w, &sa, 1), TDB_OK);
+        ASSERT_EQ(wal_writer_sync(w), TDB_OK);
+        uint64_t start = wal_writer_size(w);
+        ASSERT_EQ(wal_writer_add(w, &sb, 1), TDB_OK);
+        fe.fail_syncs = 2;
+        EXPECT_EQ(wal_writer_sync_group(w, start), TDB_ERR_NO_SPACE);
+        EXPECT_NE(wal_writer_sync(w), TDB_OK);
+        EXPECT_NE(wal_writer_seal(w), TDB_OK);
+        wal_writer_close(w, 0);
+    }
 }
 
 TEST(Wal, FailedSyncIsSticky) {

@@ -79,7 +79,9 @@ enum {
  * flushes and compactions that meet it discard their output and retry with
  * a backoff (tdb_flush retries at once and returns TDB_ERR_NO_SPACE while it
  * fails); writes that would have to wait for them get TDB_ERR_NO_SPACE.
- * Once space is freed, writes succeed again without reopening. Either way
+ * A WAL fsync that reports out of space counts as out of space when only
+ * the failing write was unsynced (always so in TDB_SYNC_FULL), else it is
+ * a failed fsync. Once space is freed, writes succeed again without reopening. Either way
  * no acknowledged write is lost. */
 
 /* Static name of an error code ("not found", "corruption", ...). */

@@ -41,7 +41,8 @@
  *  7. Errors: a failed fsync (WAL or manifest), a failed manifest write and
  *     any other write I/O error set the sticky bg_error (writes refused with
  *     TDB_ERR_READ_ONLY until reopen). Out of space (TDB_ERR_NO_SPACE) on a
- *     WAL append, a table write or a WAL creation is not sticky: the write
+ *     WAL append, a table write or fsync, a WAL creation, or a WAL fsync
+ *     with only the failing group unsynced (wal.h) is not sticky: the write
  *     fails with NO_SPACE and nothing of it is applied; the next write
  *     leader first continues in a fresh WAL (the torn one is cut back to
  *     its last complete record and synced, wal.h); a failed flush or

@@ -103,13 +103,25 @@ err:
 /* Append records to the WAL, then fsync if `sync` (wal_mu held). On
  * running out of space the partial record is cut off at once and *nospace
  * set: nothing was written, and the next leader continues in a new log
- * (invariant 7). Any other failure leaves the WAL state unknown: the caller
- * makes it sticky. Returns the error to report, worded. */
+ * (invariant 7). The same for an fsync out of space when only these
+ * records were unsynced (wal_writer_sync_group cut them off). Any other
+ * failure leaves the WAL state unknown: the caller makes it sticky.
+ * Returns the error to report, worded. */
 int db_wal_append_locked(tdb_t *db, const slice_t *payloads, int n, bool sync, bool dirty, bool *nospace) {
     uint64_t before = wal_writer_size(db->wal);
     int rc = wal_writer_add(db->wal, payloads, n);
     *nospace = rc == TDB_ERR_NO_SPACE;
-    if (rc == TDB_OK && sync) rc = wal_writer_sync(db->wal);
+    if (rc == TDB_OK && sync) {
+        rc = wal_writer_sync_group(db->wal, before);
+        if (rc == TDB_ERR_NO_SPACE) { /* cut off and sealed: not sticky */
+            char detail[512];
+            snprintf(detail, sizeof detail, "%s", tdb_last_error());
+            *nospace = true;
+            db_log(db, TDB_LOG_WARN, "WAL sync out of space, write refused: %s", detail);
+            return tdb_err(TDB_ERR_NO_SPACE, "disk full: the write was not applied; writes resume once space is "
+                                             "freed (%s)", detail);
+        }
+    }
     if (rc == TDB_OK && dirty && !sync) atomic_store(&db->wal_dirty, true);
     atomic_fetch_add(&db->ctr.wal_bytes, wal_writer_size(db->wal) - before);
     if (*nospace) {

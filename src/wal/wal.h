@@ -39,6 +39,14 @@
  *    wal_writer_close) first truncates the file back to wal_writer_size()
  *    and then syncs, so the log ends with its last complete record and can
  *    be closed as a complete log (not the newest) before a new one starts.
+ *  - Writer: an fsync that fails with TDB_ERR_NO_SPACE right after a group
+ *    appended on a fully synced log (wal_writer_sync_group: nothing before
+ *    the group was left unsynced) is not an I/O failure either: the pages
+ *    it may have dropped hold only that group, which the caller has not
+ *    acknowledged, so the file is cut back to the group's start (its last
+ *    synced byte) and synced, and the writer is sealed. If that cut or
+ *    sync fails, or acknowledged records were still unsynced (NONE and
+ *    INTERVAL modes), the writer is failed as after any failed fsync.
  *  - Writer: the first successful wal_writer_sync() also syncs the parent
  *    directory, so once any sync returned TDB_OK the file's directory entry
  *    is durable too.
@@ -108,9 +116,15 @@ int wal_writer_add(wal_writer_t *w, const slice_t *payloads, int n);
 /* fdatasync the file (the first time, also its directory); a torn writer
  * (out of space) is truncated to its complete records first. */
 int wal_writer_sync(wal_writer_t *w);
+/* Sync right after appending a group that starts at byte `start`
+ * (wal_writer_size() before its add): as wal_writer_sync, except that an
+ * fsync out of space when nothing before `start` was unsynced cuts the
+ * group off and seals the writer (TDB_ERR_NO_SPACE, writer not failed). */
+int wal_writer_sync_group(wal_writer_t *w, uint64_t start);
 /* Finish the log as complete before a newer one starts: cut the file to
  * its complete records (a log file may be preallocated past them, env.h
- * open_log), then sync as wal_writer_sync. Later adds are refused. */
+ * open_log), then sync as wal_writer_sync. Later adds are refused. A
+ * sealed writer is complete and synced: sealing it again does nothing. */
 int wal_writer_seal(wal_writer_t *w);
 /* Bytes written so far (complete records only). */
 uint64_t wal_writer_size(const wal_writer_t *w);

@@ -19,6 +19,7 @@ struct wal_writer {
     env_file_t *file;
     char *path;
     uint64_t size;   /* bytes of complete records in the file */
+    uint64_t synced; /* bytes the last successful sync made durable */
     buf_t group;     /* encoding scratch for one group, reused */
     int failed;      /* sticky I/O error code, 0 while healthy */
     int cut_pending; /* bytes past size (a partial record after TDB_ERR_NO_SPACE, or
@@ -133,6 +134,7 @@ int wal_writer_sync(wal_writer_t *w) {
         w->failed = rc;
         return rc;
     }
+    w->synced = w->size;
     if (!w->dir_synced) {
         dir = parent_dir(w->path);
         if (!dir) return tdb_err(TDB_ERR_NOMEM, "wal %s: out of memory", w->path);
@@ -147,9 +149,29 @@ int wal_writer_sync(wal_writer_t *w) {
     return TDB_OK;
 }
 
+/* Sync after a group appended at `start`; an fsync out of space with only
+ * that group unsynced cuts the group off instead of failing (wal.h). */
+int wal_writer_sync_group(wal_writer_t *w, uint64_t start) {
+    if (!w) return tdb_err(TDB_ERR_INVALID_ARG, "wal_writer_sync_group: NULL writer");
+    int only_group = !w->failed && !w->cut_pending && !w->sealed && w->synced == start && start <= w->size;
+    int rc = wal_writer_sync(w);
+    if (rc != TDB_ERR_NO_SPACE || !only_group) return rc;
+    char detail[512];
+    snprintf(detail, sizeof detail, "%s", tdb_last_error());
+    /* Bytes below start were durable before this sync; past it lies only
+     * the group the caller will not acknowledge: cut it, sync the cut. */
+    w->failed = 0;
+    w->size = start;
+    w->cut_pending = 1;
+    TDB_RET(wal_writer_sync(w)); /* failed for good if this fails too */
+    return tdb_err(TDB_ERR_NO_SPACE, "wal %s: sync out of space (%s); the unsynced group was cut off", w->path,
+                   detail);
+}
+
 /* Cut to the complete records, then sync; no appends after. */
 int wal_writer_seal(wal_writer_t *w) {
     if (!w) return tdb_err(TDB_ERR_INVALID_ARG, "wal_writer_seal: NULL writer");
+    if (w->sealed && !w->failed) return TDB_OK; /* already cut and synced */
     w->cut_pending = 1; /* the sync cuts and seals */
     return wal_writer_sync(w);
 }

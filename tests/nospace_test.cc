@@ -1,0 +1,339 @@
+// A full disk (ENOSPC) refuses writes with TDB_ERR_NO_SPACE; it never
+// turns the database read-only, never loses an acknowledged write, and
+// writes resume by themselves once space returns (docs/design/reliability.md,
+// section 9). tests/fault_test.cc covers a WAL append and a flush that run
+// out of space; here:
+//  - an fsync of the WAL that reports ENOSPC fails that write only;
+//  - an fsync of a flush's table that reports ENOSPC;
+//  - a compaction out of space (append or fsync of its output), called
+//    explicitly and in the background, where it retries with a backoff;
+//  - a real small filesystem (tmpfs mounted with size=8m, skipped where
+//    mounting is not permitted): fill it until writes are refused, free
+//    space, writes resume; everything acknowledged survives a reopen.
+// After each, a simulated power loss or a reopen must keep every
+// acknowledged write.
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "fault_testutil.h"
+#include "testutil.h"
+
+extern "C" {
+#include "db/db.h"
+}
+
+using tdbtest::TempDir;
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// A database over the fault env, with put/get helpers for numbered keys.
+class NoSpaceTest : public ::testing::Test {
+  protected:
+    void SetUp() override { cfg_ = FaultConfig(TDB_SYNC_FULL); }
+    void TearDown() override {
+        if (db_) tdb_close(db_);
+    }
+    void Open() {
+        ASSERT_EQ(tdb_open_env(dir_.path().c_str(), &cfg_, fe_.env(), &db_), TDB_OK) << tdb_last_error();
+        ASSERT_EQ(tdb_get_cf(db_, TDB_DEFAULT_CF, &cf_), TDB_OK);
+    }
+    // Close (whatever it reports), optionally lose power first, clear every
+    // fault, reopen.
+    void Reopen(bool power_loss) {
+        if (power_loss) fault_env_power_loss(fe_.fe);
+        if (db_) tdb_close(db_);
+        db_ = nullptr;
+        if (power_loss) fault_env_revive(fe_.fe);
+        fault_env_clear_rules(fe_.fe);
+        Open();
+    }
+    int Put(uint64_t i) {
+        std::string k = tdbtest::Key(i), v = tdbtest::Value(i, 200);
+        return tdb_put(db_, cf_, k.data(), k.size(), v.data(), v.size(), 0);
+    }
+    // TDB_OK with the right value, or the get's error.
+    int Get(uint64_t i) {
+        std::string k = tdbtest::Key(i);
+        void *v = nullptr;
+        size_t vl = 0;
+        int rc = tdb_get(db_, cf_, nullptr, k.data(), k.size(), &v, &vl);
+        if (rc == TDB_OK) {
+            EXPECT_EQ(std::string((char *)v, vl), tdbtest::Value(i, 200)) << k;
+            tdb_free(v);
+        }
+        return rc;
+    }
+    // Keys [from, to) all readable, by point reads and by a scan.
+    void ExpectReadable(uint64_t from, uint64_t to) {
+        for (uint64_t i = from; i < to; i++) ASSERT_EQ(Get(i), TDB_OK) << i << ": " << tdb_last_error();
+        tdb_iter_t *it;
+        ASSERT_EQ(tdb_iter_create(db_, cf_, nullptr, &it), TDB_OK);
+        std::string lo = tdbtest::Key(from), hi = tdbtest::Key(to);
+        uint64_t seen = 0;
+        for (tdb_iter_seek(it, lo.data(), lo.size()); tdb_iter_valid(it); tdb_iter_next(it)) {
+            size_t kl;
+            const char *k = (const char *)tdb_iter_key(it, &kl);
+            if (std::string(k, kl) >= hi) break;
+            seen++;
+        }
+        EXPECT_EQ(tdb_iter_status(it), TDB_OK);
+        EXPECT_EQ(seen, to - from);
+        tdb_iter_destroy(it);
+    }
+    uint64_t Level1Files() {
+        tdb_stats_t st;
+        EXPECT_EQ(tdb_get_stats(db_, cf_, &st), TDB_OK);
+        return st.levels[1].files;
+    }
+    // Flush `rounds` memtables of `per` keys each, keys [first, first +
+    // rounds * per) interleaved, so that the tables overlap and compacting
+    // them must rewrite them (no trivial move).
+    void FlushRounds(uint64_t first, int rounds, uint64_t per) {
+        for (int r = 0; r < rounds; r++) {
+            for (uint64_t i = 0; i < per; i++) ASSERT_EQ(Put(first + i * (uint64_t)rounds + (uint64_t)r), TDB_OK);
+            ASSERT_EQ(tdb_flush(db_, nullptr), TDB_OK) << tdb_last_error();
+        }
+    }
+
+    TempDir dir_;
+    FaultEnv fe_;
+    tdb_config_t cfg_;
+    tdb_t *db_ = nullptr;
+    tdb_cf_t *cf_ = nullptr;
+};
+
+// The WAL's fsync reports ENOSPC after a FULL-sync write's append: that
+// write fails with NO_SPACE and is not applied (its record is cut off, so
+// it does not come back after a power loss either); the database stays
+// writable, the next write succeeds in a fresh log, and a power loss keeps
+// every acknowledged write.
+TEST_F(NoSpaceTest, WalSyncOutOfSpaceFailsThatWriteOnly) {
+    Open();
+    for (uint64_t i = 0; i < 50; i++) ASSERT_EQ(Put(i), TDB_OK);
+    fe_.Rule(FAULT_SYNC, TDB_ERR_NO_SPACE, ".log", 1);
+    EXPECT_EQ(Put(50), TDB_ERR_NO_SPACE) << tdb_last_error();
+    EXPECT_EQ(fe_.Stats().injected[FAULT_SYNC], 1u);
+    EXPECT_EQ(tdb_bg_error(db_), TDB_OK);
+    EXPECT_EQ(Get(50), TDB_ERR_NOT_FOUND);
+    for (uint64_t i = 51; i < 100; i++) ASSERT_EQ(Put(i), TDB_OK) << i << ": " << tdb_last_error();
+    // Again on the fresh log, on its very first group.
+    fe_.Rule(FAULT_SYNC, TDB_ERR_NO_SPACE, ".log", 1);
+    EXPECT_EQ(Put(100), TDB_ERR_NO_SPACE);
+    for (uint64_t i = 101; i < 150; i++) ASSERT_EQ(Put(i), TDB_OK) << i << ": " << tdb_last_error();
+    Reopen(true);
+    ExpectReadable(0, 50);
+    ExpectReadable(51, 100);
+    ExpectReadable(101, 150);
+    EXPECT_EQ(Get(50), TDB_ERR_NOT_FOUND) << "a write refused with NO_SPACE came back";
+    EXPECT_EQ(Get(100), TDB_ERR_NOT_FOUND) << "a write refused with NO_SPACE came back";
+    EXPECT_EQ(Put(150), TDB_OK);
+}
+
+// An fsync out of space while NONE-mode writes are acknowledged but not yet
+// synced cannot be undone by cutting the log (those writes would go): it
+// stays a sticky error, like every other failed fsync.
+TEST_F(NoSpaceTest, WalSyncOutOfSpaceWithUnsyncedAcknowledgedWritesIsSticky) {
+    cfg_ = FaultConfig(TDB_SYNC_NONE);
+    Open();
+    for (uint64_t i = 0; i < 50; i++) ASSERT_EQ(Put(i), TDB_OK);
+    fe_.Rule(FAULT_SYNC, TDB_ERR_NO_SPACE, ".log", 1);
+    EXPECT_NE(tdb_sync(db_), TDB_OK);
+    EXPECT_NE(tdb_bg_error(db_), TDB_OK);
+    EXPECT_EQ(Put(50), TDB_ERR_READ_ONLY);
+    ExpectReadable(0, 50);
+    Reopen(false);
+    ExpectReadable(0, 50);
+}
+
+// A flush whose table fsync reports ENOSPC: the flush reports NO_SPACE, the
+// memtable stays queued and readable, nothing is sticky; once space is back
+// the flush succeeds and a power loss keeps everything.
+TEST_F(NoSpaceTest, FlushTableSyncOutOfSpaceIsRetried) {
+    Open();
+    for (uint64_t i = 0; i < 100; i++) ASSERT_EQ(Put(i), TDB_OK);
+    fe_.Rule(FAULT_SYNC, TDB_ERR_NO_SPACE, ".sst", 1);
+    EXPECT_EQ(tdb_flush(db_, nullptr), TDB_ERR_NO_SPACE) << tdb_last_error();
+    EXPECT_EQ(tdb_bg_error(db_), TDB_OK);
+    ExpectReadable(0, 100);
+    EXPECT_EQ(Put(100), TDB_OK);  // the WAL still takes writes
+    ASSERT_EQ(tdb_flush(db_, nullptr), TDB_OK) << tdb_last_error();
+    tdb_stats_t st;
+    ASSERT_EQ(tdb_get_stats(db_, nullptr, &st), TDB_OK);
+    EXPECT_GE(st.flushes, 1u);
+    EXPECT_EQ(st.immutable_memtables, 0u);
+    Reopen(true);
+    ExpectReadable(0, 101);
+}
+
+// tdb_compact out of space, on the output's appends or on its fsync: it
+// returns NO_SPACE, the inputs stay (all data readable, writes accepted),
+// and it succeeds once space is back; a power loss keeps everything.
+TEST_F(NoSpaceTest, CompactionOutOfSpaceKeepsItsInputs) {
+    for (fault_op_t op : {FAULT_APPEND, FAULT_SYNC}) {
+        SCOPED_TRACE(fault_op_name(op));
+        cfg_.default_cf.l1_file_count_trigger = 100;  // only tdb_compact compacts
+        Reopen(false);
+        uint64_t base = op == FAULT_APPEND ? 0 : 10000;
+        FlushRounds(base, 4, 100);
+        uint64_t files = Level1Files();
+        ASSERT_GE(files, 4u);
+        fe_.Rule(op, TDB_ERR_NO_SPACE, ".sst", 1, UINT64_MAX);
+        EXPECT_EQ(tdb_compact(db_, cf_), TDB_ERR_NO_SPACE) << tdb_last_error();
+        EXPECT_GT(fe_.Stats().injected[op], 0u);
+        EXPECT_EQ(tdb_bg_error(db_), TDB_OK);
+        EXPECT_EQ(Level1Files(), files);
+        ExpectReadable(base, base + 400);
+        EXPECT_EQ(Put(base + 400), TDB_OK);  // the WAL still takes writes
+        fault_env_clear_rules(fe_.fe);
+        ASSERT_EQ(tdb_compact(db_, cf_), TDB_OK) << tdb_last_error();
+        EXPECT_EQ(Level1Files(), 0u);
+        Reopen(true);
+        ExpectReadable(base, base + 401);
+    }
+}
+
+// Background compaction out of space retries by itself with a backoff
+// (several attempts while the disk stays full, not one and not a busy
+// loop), and completes once space returns, without any call from the
+// application; writes are accepted meanwhile.
+TEST_F(NoSpaceTest, BackgroundCompactionRetriesUntilSpaceReturns) {
+    Open();
+    ASSERT_EQ(tdb_pause_background(db_), TDB_OK);
+    FlushRounds(0, 4, 100);  // flushed in this thread: level 1 over its trigger
+    ASSERT_GE(Level1Files(), 4u);
+    fe_.Rule(FAULT_APPEND, TDB_ERR_NO_SPACE, ".sst", 1, UINT64_MAX);
+    auto start = Clock::now();
+    ASSERT_EQ(tdb_continue_background(db_), TDB_OK);
+    while (fe_.Stats().injected[FAULT_APPEND] < 3 && Clock::now() - start < std::chrono::seconds(10))
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    uint64_t failed = fe_.Stats().injected[FAULT_APPEND];
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+    EXPECT_GE(failed, 3u) << "retried by itself";
+    EXPECT_LE(failed, (uint64_t)ms / 10 + 5) << "the retries back off (at least 10 ms apart) over " << ms << " ms";
+    EXPECT_EQ(tdb_bg_error(db_), TDB_OK);
+    EXPECT_GE(Level1Files(), 4u);
+    ExpectReadable(0, 400);
+    EXPECT_EQ(Put(400), TDB_OK);
+    fault_env_clear_rules(fe_.fe);
+    auto t0 = Clock::now();
+    while (Level1Files() >= 4 && Clock::now() - t0 < std::chrono::seconds(10))
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_LT(Level1Files(), 4u) << "no compaction after space returned";
+    ASSERT_EQ(tdb_wait_idle(db_), TDB_OK) << tdb_last_error();
+    Reopen(true);
+    ExpectReadable(0, 401);
+}
+
+// ---------------------------------------------------------------------------
+// A real full filesystem: a small tmpfs.
+// ---------------------------------------------------------------------------
+
+// A tmpfs of `size` mounted on a fresh directory, unmounted on destruction.
+class SmallFs {
+  public:
+    explicit SmallFs(const char *size) {
+        char tmpl[] = "/tmp/tdb-nospace-XXXXXX";
+        if (!mkdtemp(tmpl)) {
+            why_ = std::string("mkdtemp: ") + strerror(errno);
+            return;
+        }
+        path_ = tmpl;
+        std::string opts = std::string("size=") + size;
+        if (mount("tmpfs", path_.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) != 0) {
+            why_ = "mount tmpfs on " + path_ + ": " + strerror(errno);
+            rmdir(path_.c_str());
+            path_.clear();
+            return;
+        }
+        mounted_ = true;
+    }
+    ~SmallFs() {
+        if (mounted_) umount2(path_.c_str(), MNT_DETACH);
+        if (!path_.empty()) rmdir(path_.c_str());
+    }
+    bool ok() const { return mounted_; }
+    const std::string &why() const { return why_; }
+    const std::string &path() const { return path_; }
+
+  private:
+    std::string path_, why_;
+    bool mounted_ = false;
+};
+
+// Fill an 8 MiB tmpfs (1 KiB values, FULL sync, plain POSIX env) until a
+// write is refused: it must be refused with NO_SPACE, again on retry, not
+// READ_ONLY, while every acknowledged write stays readable. Deleting a
+// 3 MiB ballast file frees space: writes resume by themselves (background
+// flushes retry), and everything acknowledged is there after a reopen.
+TEST(NoSpaceRealFs, FullTmpfsRefusesWritesAndResumesWhenSpaceIsFreed) {
+    SmallFs fs8("8m");
+    if (!fs8.ok()) GTEST_SKIP() << "cannot mount a small tmpfs here: " << fs8.why();
+    const std::string ballast = fs8.path() + "/ballast", db_path = fs8.path() + "/db";
+    {
+        std::ofstream b(ballast, std::ios::binary);
+        std::string mb(1 << 20, 'b');
+        for (int i = 0; i < 3; i++) b.write(mb.data(), (std::streamsize)mb.size());
+        ASSERT_TRUE(b.good());
+    }
+    tdb_config_t c = FaultConfig(TDB_SYNC_FULL);
+    c.default_cf.compression = TDB_COMPRESS_NONE;
+    tdb_t *db = nullptr;
+    tdb_cf_t *cf = nullptr;
+    ASSERT_EQ(tdb_open(db_path.c_str(), &c, &db), TDB_OK) << tdb_last_error();
+    ASSERT_EQ(tdb_get_cf(db, TDB_DEFAULT_CF, &cf), TDB_OK);
+    auto put = [&](uint64_t i) {
+        std::string k = tdbtest::Key(i), v = tdbtest::Value(i, 1024);
+        return tdb_put(db, cf, k.data(), k.size(), v.data(), v.size(), 0);
+    };
+    auto check = [&](uint64_t n, const char *when) {
+        for (uint64_t i = 0; i < n; i++) {
+            std::string k = tdbtest::Key(i);
+            void *v = nullptr;
+            size_t vl = 0;
+            int rc = tdb_get(db, cf, nullptr, k.data(), k.size(), &v, &vl);
+            ASSERT_EQ(rc, TDB_OK) << when << ": acknowledged key " << i << ": " << tdb_last_error();
+            EXPECT_EQ(std::string((char *)v, vl), tdbtest::Value(i, 1024)) << when;
+            tdb_free(v);
+        }
+    };
+    uint64_t acked = 0;
+    int rc = TDB_OK;
+    for (; acked < 20000; acked++)
+        if ((rc = put(acked)) != TDB_OK) break;
+    ASSERT_EQ(rc, TDB_ERR_NO_SPACE) << "after " << acked << " writes: " << tdb_last_error();
+    ASSERT_GT(acked, 100u);
+    printf("[ tmpfs 8m ] %llu writes of 1 KiB acknowledged before the disk was full\n", (unsigned long long)acked);
+    for (int attempt = 0; attempt < 3; attempt++) EXPECT_EQ(put(acked), TDB_ERR_NO_SPACE) << tdb_last_error();
+    EXPECT_EQ(tdb_bg_error(db), TDB_OK);
+    check(acked, "disk full");
+    ASSERT_EQ(unlink(ballast.c_str()), 0);
+    auto t0 = Clock::now();
+    while ((rc = put(acked)) == TDB_ERR_NO_SPACE && Clock::now() - t0 < std::chrono::seconds(15))
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_EQ(rc, TDB_OK) << "writes did not resume after space was freed: " << tdb_last_error();
+    acked++;
+    for (int i = 0; i < 100; i++, acked++) ASSERT_EQ(put(acked), TDB_OK) << tdb_last_error();
+    EXPECT_EQ(tdb_flush(db, nullptr), TDB_OK) << tdb_last_error();
+    check(acked, "space back");
+    EXPECT_EQ(tdb_close(db), TDB_OK) << tdb_last_error();
+    db = nullptr;
+    ASSERT_EQ(tdb_open(db_path.c_str(), &c, &db), TDB_OK) << tdb_last_error();
+    ASSERT_EQ(tdb_get_cf(db, TDB_DEFAULT_CF, &cf), TDB_OK);
+    check(acked, "after reopen");
+    EXPECT_EQ(tdb_close(db), TDB_OK);
+}
+
+}  // namespace
