@@ -48,7 +48,13 @@ int row_unpack(TABLE *table, const uchar *data, size_t len, uchar *rec) {
       memset(f->ptr + diff, 0, f->pack_length_in_rec());
       continue;
     }
-    from = f->unpack(f->ptr + diff, from, end);
+    /* Unpack with the field moved onto rec: Field_blob::unpack ignores
+     * its target and sets the blob pointer at the field's own ptr, so
+     * unpacking into record[1] (REPLACE's duplicate row) or a scratch
+     * buffer would clobber record[0]'s blob and leave rec's unset. */
+    f->move_field_offset(diff);
+    from = f->unpack(f->ptr, from, end);
+    f->move_field_offset(-diff);
     if (!from || from > end) return HA_ERR_CRASHED;
   }
   return 0;

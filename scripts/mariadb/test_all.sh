@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole TideSQL (MariaDB engine) test suite, each step bounded in time:
 #   setup (packages, pinned server, headers; root) -> build (library +
-#   plugin) -> harness_unit (tools/sql: go vet + unit tests) -> mtr (suite tidesdb) -> sysbench smoke (READ COMMITTED, all
+#   plugin) -> harness_unit (tools/sql: go vet + unit tests) -> mtr (suite tidesdb) ->
+#   main_suite (MariaDB's own main suite, quick list, TidesDB as default engine) -> sysbench smoke (READ COMMITTED, all
 #   workloads) -> sysbench at REPEATABLE READ, optimistic -> TPC-C (go-tpc,
 #   2 warehouses, 2 threads, 60 s, check) -> crash test (kill -9 during
 #   sysbench writes and during TPC-C) -> harness_smoke (each SQL benchmark
@@ -58,6 +59,7 @@ fi
 step build 1200 1 bash "$here/build_plugin.sh" || broken="${broken:-build}"
 step harness_unit 300 0 bash "$here/harness_test.sh"
 step mtr 900 1 bash "$here/mtr.sh"
+step main_suite 300 1 bash "$here/main_suite.sh" --quick
 step sysbench 600 1 env TIME="${SMOKE_TIME:-5}" bash "$here/sysbench_smoke.sh"
 step sysbench_rr_optimistic 300 1 env TIME="${SMOKE_TIME:-5}" ISOLATION=REPEATABLE-READ \
   SERVER_OPTS=--tidesdb-pessimistic-locking=OFF SYSBENCH_SERVER_DIR="$TIDESQL_ROOT/build/mariadb-sysbench-rr" \
