@@ -1,8 +1,9 @@
 /*
  * fuzz_manifest: manifest_decode (version/manifest.h). Input: mode byte,
  * then either the raw file (mode & 1 == 0) or a body that the harness
- * frames with the magic, the version and a correct checksum, so mutations
- * reach every structural check. A manifest that decodes must re-encode and
+ * frames with the magic, the format version 1 + ((mode >> 1) & 3) (1 to 4:
+ * positional or tagged column-family options) and a correct checksum, so
+ * mutations reach every structural check. A manifest that decodes must re-encode and
  * decode again.
  */
 #include <stdlib.h>
@@ -25,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     buf_t in = {0};
     if (data[0] & 1) {
         char ver[4];
-        enc_fixed32(ver, 1);
+        enc_fixed32(ver, 1u + (uint32_t)((data[0] >> 1) & 3));
         if (buf_append(&in, "TDBMANIF", 8) || buf_append(&in, ver, 4) || buf_append(&in, data + 1, size - 1)) goto out;
         char ck[4];
         enc_fixed32(ck, tdb_checksum(in.data, in.size));

@@ -9,7 +9,7 @@
  *   footer/    table footers and properties blocks
  *   block/     index and data blocks (uncompressed payloads)
  *   bloom/     filters with a key that is in them
- *   manifest/  the MANIFEST (mode 0) and its body (mode 1)
+ *   manifest/  the MANIFEST (mode 0) and its body (mode 7: framed as format 4)
  *   decompress/ values compressed by every codec
  * usage: make_corpus OUTDIR   (scripts/fuzz.sh --regen-corpus)
  */
@@ -207,7 +207,7 @@ int main(int argc, char **argv) {
             seed_wal(path, d, n);
         } else if (!strcmp(names[i], "MANIFEST")) {
             seed(6, "manifest", 0, d, n);
-            if (n > 16) seed(6, "manifest", 1, d + 12, n - 16);
+            if (n > 16) seed(6, "manifest", 7, d + 12, n - 16);
         }
         free(d);
         unlink(path);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "db_fixture.h"
+#include "manifest_testutil.h"
 #include "testutil.h"
 #include "tidesdb/tidesdb.h"
 
@@ -547,7 +548,8 @@ TEST_F(DbTest, WalOfTheFixedHeaderFormatReplays) {
     slice_t recs[2] = {slice_make(r1.data(), r1.size()), slice_make(r2.data(), r2.size())};
     ASSERT_EQ(wal_writer_add(w, recs, 2), TDB_OK);
     ASSERT_EQ(wal_writer_close(w, 1), TDB_OK);
-    // MANIFEST format 3 -> 2, resealed.
+    // The MANIFEST as format 2 wrote it (positional options), from the
+    // test-side encoder of the old formats.
     std::string man_path = dir_.path() + "/MANIFEST";
     std::string man;
     {
@@ -555,9 +557,11 @@ TEST_F(DbTest, WalOfTheFixedHeaderFormatReplays) {
         man.assign(std::istreambuf_iterator<char>(in), {});
     }
     ASSERT_GT(man.size(), 16u);
-    ASSERT_EQ(3u, dec_fixed32(man.data() + 8));
-    enc_fixed32(&man[8], 2);
-    enc_fixed32(&man[man.size() - 4], tdb_checksum(man.data(), man.size() - 4));
+    ASSERT_EQ(4u, dec_fixed32(man.data() + 8));
+    manifest_t m;
+    ASSERT_EQ(manifest_read(env_posix(), dir_.path().c_str(), &m, nullptr, nullptr), TDB_OK) << tdb_last_error();
+    man = tdbtest::EncodeOldManifest(&m, 2);
+    manifest_free(&m);
     {
         std::ofstream out(man_path, std::ios::binary | std::ios::trunc);
         out.write(man.data(), (std::streamsize)man.size());
@@ -570,12 +574,12 @@ TEST_F(DbTest, WalOfTheFixedHeaderFormatReplays) {
     ASSERT_EQ(tdb_get_stats(db_, cf_, &st), TDB_OK);
     EXPECT_EQ(st.last_sequence, 3u);
     ASSERT_EQ(Put("new-d", "4"), TDB_OK);
-    Reopen();  // now format 3 with a compact-header WAL
+    Reopen();  // now the current format with a compact-header WAL
     {
         std::ifstream in(man_path, std::ios::binary);
         man.assign(std::istreambuf_iterator<char>(in), {});
     }
-    EXPECT_EQ(3u, dec_fixed32(man.data() + 8));
+    EXPECT_EQ(4u, dec_fixed32(man.data() + 8));
     EXPECT_EQ(Get("old-a"), "1");
     EXPECT_EQ(Get("old-c"), "3");
     EXPECT_EQ(Get("new-d"), "4");

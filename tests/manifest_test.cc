@@ -2,8 +2,13 @@
 // and files per level, every truncation and random byte flips rejected as
 // corruption (never a crash), semantic inconsistencies behind a valid
 // checksum, obsolete callbacks of decoded versions, and file I/O via env.
+// The stored column-family options: the tagged encoding (any order, an
+// unknown field skipped or refused by its tag), and the positional encoding
+// of formats 1-3 still read, down to a database written by the code of
+// format 3 opening and reading its data.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -12,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "manifest_testutil.h"
 #include "testutil.h"
+#include "tidesdb/tidesdb.h"
 
 extern "C" {
 #include "env/env.h"
@@ -127,6 +134,21 @@ void ExpectSameFile(const file_meta_t *a, const file_meta_t *b) {
     EXPECT_EQ(a->num_range_deletes, b->num_range_deletes);
 }
 
+void ExpectSameConfig(const tdb_cf_config_t &x, const tdb_cf_config_t &y) {
+    EXPECT_EQ(x.write_buffer_size, y.write_buffer_size);
+    EXPECT_EQ(x.compression, y.compression);
+    EXPECT_EQ(x.bloom_fpr, y.bloom_fpr);
+    EXPECT_EQ(x.sync_mode, y.sync_mode);
+    EXPECT_EQ(x.sync_interval_us, y.sync_interval_us);
+    EXPECT_EQ(x.block_size, y.block_size);
+    EXPECT_EQ(x.value_threshold, y.value_threshold);
+    EXPECT_EQ(x.l0_queue_stall_threshold, y.l0_queue_stall_threshold);
+    EXPECT_EQ(x.l1_file_count_trigger, y.l1_file_count_trigger);
+    EXPECT_EQ(x.level_size_ratio, y.level_size_ratio);
+    EXPECT_EQ(x.tombstone_density_trigger, y.tombstone_density_trigger);
+    EXPECT_EQ(x.tombstone_density_min_entries, y.tombstone_density_min_entries);
+}
+
 void ExpectSameManifest(const manifest_t *a, const manifest_t *b) {
     EXPECT_EQ(a->next_file_number, b->next_file_number);
     EXPECT_EQ(a->last_sequence, b->last_sequence);
@@ -137,18 +159,7 @@ void ExpectSameManifest(const manifest_t *a, const manifest_t *b) {
         EXPECT_EQ(x.id, y.id);
         EXPECT_STREQ(x.name, y.name);
         EXPECT_EQ(x.log_number, y.log_number);
-        EXPECT_EQ(x.config.write_buffer_size, y.config.write_buffer_size);
-        EXPECT_EQ(x.config.compression, y.config.compression);
-        EXPECT_EQ(x.config.bloom_fpr, y.config.bloom_fpr);
-        EXPECT_EQ(x.config.sync_mode, y.config.sync_mode);
-        EXPECT_EQ(x.config.sync_interval_us, y.config.sync_interval_us);
-        EXPECT_EQ(x.config.block_size, y.config.block_size);
-        EXPECT_EQ(x.config.value_threshold, y.config.value_threshold);
-        EXPECT_EQ(x.config.l0_queue_stall_threshold, y.config.l0_queue_stall_threshold);
-        EXPECT_EQ(x.config.l1_file_count_trigger, y.config.l1_file_count_trigger);
-        EXPECT_EQ(x.config.level_size_ratio, y.config.level_size_ratio);
-        EXPECT_EQ(x.config.tombstone_density_trigger, y.config.tombstone_density_trigger);
-        EXPECT_EQ(x.config.tombstone_density_min_entries, y.config.tombstone_density_min_entries);
+        ExpectSameConfig(x.config, y.config);
         for (int l = 0; l < TDB_MAX_LEVELS; l++) {
             ASSERT_EQ(version_num_files(x.version, l), version_num_files(y.version, l)) << "cf " << i << " L" << l;
             EXPECT_EQ(version_level_bytes(x.version, l), version_level_bytes(y.version, l));
@@ -193,10 +204,10 @@ struct Raw {
         v32((uint32_t)s.size());
         b += s;
     }
-    void header(uint64_t next_file, uint64_t last_seq, uint32_t next_cf, uint32_t ncf) {
+    void header(uint64_t next_file, uint64_t last_seq, uint32_t next_cf, uint32_t ncf, uint32_t format = 1) {
         b = "TDBMANIF";
         char t[4];
-        enc_fixed32(t, 1);
+        enc_fixed32(t, format);
         b.append(t, 4);
         v64(next_file);
         v64(last_seq);
@@ -259,7 +270,7 @@ TEST(Manifest, RoundTrip) {
     std::string enc = Encode(&m);
     ASSERT_EQ(TDB_OK, Decode(enc, &d)) << tdb_last_error();
     ExpectSameManifest(&m, &d);
-    EXPECT_EQ(3u, d.format);  // written: the compact-WAL-header format
+    EXPECT_EQ(4u, d.format);  // written: tagged options, the compact WAL header
     // Level order survives: level 1 newest first, level 2 sorted.
     EXPECT_EQ(11u, version_file(d.cfs[0].version, 1, 0)->number);
     EXPECT_EQ(10u, version_file(d.cfs[0].version, 1, 1)->number);
@@ -418,7 +429,7 @@ TEST(Manifest, InconsistenciesAreCorruption) {
     };
     std::vector<Case> cases = {
         {"bad magic", [](Raw &r) { r.header(10, 100, 1, 0); r.b[0] = 'X'; }},
-        {"bad format", [](Raw &r) { r.header(10, 100, 1, 0); r.b[8] = 4; }},
+        {"bad format", [](Raw &r) { r.header(10, 100, 1, 0); r.b[8] = 5; }},
         {"format 0", [](Raw &r) { r.header(10, 100, 1, 0); r.b[8] = 0; }},
         {"cf id >= next", [](Raw &r) { r.header(10, 100, 1, 1); r.cf(1, "a", 0); }},
         {"dup cf id", [](Raw &r) { r.header(10, 100, 5, 2); r.cf(1, "a", 0); r.cf(1, "b", 0); }},
@@ -525,6 +536,273 @@ TEST(Manifest, WriteReadViaEnv) {
     EXPECT_EQ(TDB_ERR_CORRUPTION, manifest_read(env, dir.path().c_str(), &d, nullptr, nullptr));
     EXPECT_NE(nullptr, strstr(tdb_last_error(), "MANIFEST")) << tdb_last_error();
     manifest_free(&m);
+}
+
+// ---------------------------------------------------------------------------
+// Stored column-family options: tagged (format 4) and positional (1-3).
+// ---------------------------------------------------------------------------
+
+std::string V64(uint64_t v) {
+    Raw r;
+    r.v64(v);
+    return r.b;
+}
+
+std::string F64(double d) {
+    Raw r;
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    r.f64(u);
+    return r.b;
+}
+
+// The tagged fields of format 4 (tag = id << 1, ids 1..12), in table order.
+std::vector<std::pair<uint32_t, std::string>> TaggedFields(const tdb_cf_config_t &c) {
+    return {{1 << 1, V64(c.write_buffer_size)},
+            {2 << 1, V64((uint32_t)c.compression)},
+            {3 << 1, F64(c.bloom_fpr)},
+            {4 << 1, V64((uint32_t)c.sync_mode)},
+            {5 << 1, V64(c.sync_interval_us)},
+            {6 << 1, V64(c.block_size)},
+            {7 << 1, V64(c.value_threshold)},
+            {8 << 1, V64((uint32_t)c.l0_queue_stall_threshold)},
+            {9 << 1, V64((uint32_t)c.l1_file_count_trigger)},
+            {10 << 1, V64((uint32_t)c.level_size_ratio)},
+            {11 << 1, F64(c.tombstone_density_trigger)},
+            {12 << 1, V64(c.tombstone_density_min_entries)}};
+}
+
+std::string Join(const std::vector<std::pair<uint32_t, std::string>> &fields) {
+    Raw r;
+    for (auto &f : fields) {
+        r.v32(f.first);
+        r.str(f.second);
+    }
+    return r.b;
+}
+
+// A format-4 manifest of one family "a" storing the options blob.
+std::string Format4With(const std::string &options) {
+    Raw r;
+    r.header(10, 100, 5, 1, 4);
+    r.cf(1, "a", 0, options);
+    return r.seal();
+}
+
+TEST(ManifestOptions, CurrentEncodingIsTaggedInTableOrder) {
+    manifest_t m;
+    BuildManifest(&m);
+    buf_t b{};
+    ASSERT_EQ(TDB_OK, manifest_options_encode(&m.cfs[1].config, &b));
+    EXPECT_EQ(Join(TaggedFields(m.cfs[1].config)), std::string(b.data, b.size));
+    buf_free(&b);
+    manifest_free(&m);
+}
+
+TEST(ManifestOptions, TaggedFieldsInAnyOrder) {
+    tdb_cf_config_t want = Config(2);
+    auto fields = TaggedFields(want);
+    std::reverse(fields.begin(), fields.end());
+    manifest_t d;
+    ASSERT_EQ(TDB_OK, Decode(Format4With(Join(fields)), &d)) << tdb_last_error();
+    ExpectSameConfig(want, d.cfs[0].config);
+    manifest_free(&d);
+}
+
+// A field added by a newer version (an unknown tag whose must-understand
+// bit is clear) does not break reading: it is skipped, the known fields
+// read as written, and a rewrite by this version drops it.
+TEST(ManifestOptions, AddedFieldIsSkipped) {
+    tdb_cf_config_t want = Config(1);
+    auto fields = TaggedFields(want);
+    fields.insert(fields.begin() + 3, {13 << 1, V64(77)});
+    fields.push_back({200 << 1, std::string("\x01\xff\x00 any bytes", 13)});
+    fields.push_back({4000 << 1, ""});
+    manifest_t d, d2;
+    ASSERT_EQ(TDB_OK, Decode(Format4With(Join(fields)), &d)) << tdb_last_error();
+    ExpectSameConfig(want, d.cfs[0].config);
+    std::string again = Encode(&d);
+    EXPECT_EQ(std::string::npos, again.find(std::string("\x01\xff\x00 any bytes", 13)));
+    ASSERT_EQ(TDB_OK, Decode(again, &d2)) << tdb_last_error();
+    ExpectSameConfig(want, d2.cfs[0].config);
+    manifest_free(&d);
+    manifest_free(&d2);
+}
+
+// A field that changes how data is read carries the must-understand bit:
+// this version refuses it with a clear error instead of misreading.
+TEST(ManifestOptions, UnknownMustUnderstandFieldRefused) {
+    auto fields = TaggedFields(Config(0));
+    fields.push_back({13 << 1 | 1, V64(1)});
+    manifest_t d;
+    EXPECT_EQ(TDB_ERR_CORRUPTION, Decode(Format4With(Join(fields)), &d));
+    EXPECT_NE(nullptr, strstr(tdb_last_error(), "tag 27")) << tdb_last_error();
+    EXPECT_NE(nullptr, strstr(tdb_last_error(), "must understand")) << tdb_last_error();
+    EXPECT_EQ(0, d.ncf);
+}
+
+TEST(ManifestOptions, InvalidTaggedOptionsAreCorruption) {
+    using Fields = std::vector<std::pair<uint32_t, std::string>>;
+    struct Case {
+        const char *what;
+        std::function<void(Fields &)> edit;
+    };
+    std::vector<Case> cases = {
+        {"missing field", [](Fields &f) { f.erase(f.begin() + 4); }},
+        {"field twice", [](Fields &f) { f.push_back(f[5]); }},
+        {"double of 4 bytes", [](Fields &f) { f[2].second.resize(4); }},
+        {"varint with a trailing byte", [](Fields &f) { f[0].second += "x"; }},
+        {"empty integer", [](Fields &f) { f[5].second.clear(); }},
+        {"u32 beyond 32 bits", [](Fields &f) { f[5].second = V64(1ull << 32); }},
+        {"int beyond 32 bits", [](Fields &f) { f[8].second = V64(1ull << 40); }},
+        {"bad compression", [](Fields &f) { f[1].second = V64(9); }},
+        {"bad sync mode", [](Fields &f) { f[3].second = V64(7); }},
+        {"NaN fpr", [](Fields &f) { f[2].second = F64(NAN); }},
+        {"negative tombstone trigger", [](Fields &f) { f[10].second = F64(-1); }},
+    };
+    for (auto &c : cases) {
+        Fields f = TaggedFields(Config(0));
+        c.edit(f);
+        manifest_t d;
+        EXPECT_EQ(TDB_ERR_CORRUPTION, Decode(Format4With(Join(f)), &d)) << c.what;
+        EXPECT_GT(strlen(tdb_last_error()), 0u) << c.what;
+        EXPECT_EQ(0, d.ncf) << c.what;
+    }
+    // A truncated field (the length runs past the blob).
+    std::string blob = Join(TaggedFields(Config(0)));
+    manifest_t d;
+    EXPECT_EQ(TDB_ERR_CORRUPTION, Decode(Format4With(blob + std::string("\x30\x05" "ab", 4)), &d));
+}
+
+// Formats 1-3 stored the options positionally: every one of them still reads.
+TEST(ManifestOptions, PositionalFormatsStillRead) {
+    for (uint32_t format = 1; format <= 3; format++) {
+        Raw r;
+        r.header(10, 100, 5, 2, format);
+        r.cf(1, "a", 0, tdbtest::PositionalOptions(Config(1)));
+        r.cf(2, "b", 0, tdbtest::PositionalOptions(Config(3)) + "tail of a later field");
+        manifest_t d;
+        ASSERT_EQ(TDB_OK, Decode(r.seal(), &d)) << "format " << format << ": " << tdb_last_error();
+        EXPECT_EQ(format, d.format);
+        ExpectSameConfig(Config(1), d.cfs[0].config);
+        ExpectSameConfig(Config(3), d.cfs[1].config);
+        // Rewritten in the current format, the options stay the same.
+        manifest_t d2;
+        ASSERT_EQ(TDB_OK, Decode(Encode(&d), &d2));
+        EXPECT_EQ(4u, d2.format);
+        ExpectSameConfig(Config(1), d2.cfs[0].config);
+        ExpectSameConfig(Config(3), d2.cfs[1].config);
+        manifest_free(&d);
+        manifest_free(&d2);
+    }
+}
+
+// A whole manifest (files at several levels, range-delete counts) in the
+// encodings of formats 1-3 decodes to what was encoded.
+TEST(ManifestOptions, OldEncodingsOfAFullManifestRead) {
+    manifest_t m;
+    BuildManifest(&m);
+    for (uint32_t format = 1; format <= 3; format++) {
+        manifest_t d;
+        ASSERT_EQ(TDB_OK, Decode(tdbtest::EncodeOldManifest(&m, format), &d)) << format << ": " << tdb_last_error();
+        EXPECT_EQ(format, d.format);
+        if (format == 1) {
+            EXPECT_EQ(0u, version_file(d.cfs[0].version, 4, 0)->num_range_deletes);
+        } else {
+            ExpectSameManifest(&m, &d);
+        }
+        manifest_free(&d);
+    }
+    manifest_free(&m);
+}
+
+// A database written by the code of format 3 (commit 51537ab): a family
+// "events" created with the options of EventsConfig(), "apple"="red" put in
+// "default" and "e1", "e2" in "events", then closed; its MANIFEST and WAL.
+const char *kFormat3Manifest =
+    "5444424d414e49460300000002000202000764656661756c742280808020027b"
+    "14ae47e17a843f0280e807802080040a040a666666666666e63f801001000106"
+    "6576656e7473228080c001009a9999999999a93f0190a10f8040800807060800"
+    "0000000000d03f802001004eb3d1d7";
+const char *kFormat3Wal =
+    "85389e470d000000020141056170706c650372656422f01f9313000000000101"
+    "010265310b6669727374206576656e740addc8df14000000000101010265320c"
+    "7365636f6e64206576656e74";
+
+std::string Unhex(const char *h) {
+    std::string s;
+    for (size_t i = 0; h[i] && h[i + 1]; i += 2) s += (char)std::stoi(std::string(h + i, 2), nullptr, 16);
+    return s;
+}
+
+tdb_cf_config_t EventsConfig() {
+    tdb_cf_config_t k;
+    tdb_cf_config_default(&k);
+    k.write_buffer_size = 3u << 20;
+    k.compression = TDB_COMPRESS_NONE;
+    k.bloom_fpr = 0.05;
+    k.sync_mode = TDB_SYNC_INTERVAL;
+    k.sync_interval_us = 250000;
+    k.block_size = 8192;
+    k.value_threshold = 1024;
+    k.l0_queue_stall_threshold = 7;
+    k.l1_file_count_trigger = 6;
+    k.level_size_ratio = 8;
+    k.tombstone_density_trigger = 0.25;
+    k.tombstone_density_min_entries = 4096;
+    return k;
+}
+
+// The test-side positional encoder is the one the code of format 3 used:
+// it rebuilds the fixture byte for byte.
+TEST(ManifestCompat, TestEncoderRebuildsFormat3Fixture) {
+    tdb_cf_config_t def;
+    tdb_cf_config_default(&def);
+    Raw r;
+    r.header(2, 0, 2, 2, 3);
+    r.cf(0, "default", 0, tdbtest::PositionalOptions(def));
+    r.cf(1, "events", 0, tdbtest::PositionalOptions(EventsConfig()));
+    EXPECT_EQ(Unhex(kFormat3Manifest), r.seal());
+}
+
+// The format-3 database opens, replays its WAL and keeps the stored options;
+// its first open rewrites the MANIFEST as format 4, which opens the same.
+TEST(ManifestCompat, Format3DatabaseOpens) {
+    tdbtest::TempDir dir;
+    for (auto &f : {std::make_pair("MANIFEST", kFormat3Manifest), std::make_pair("000001.log", kFormat3Wal)}) {
+        std::string bytes = Unhex(f.second);
+        FILE *out = fopen(dir.file(f.first).c_str(), "wb");
+        ASSERT_NE(nullptr, out);
+        ASSERT_EQ(bytes.size(), fwrite(bytes.data(), 1, bytes.size(), out));
+        fclose(out);
+    }
+    for (int round = 0; round < 2; round++) {
+        tdb_t *db = nullptr;
+        ASSERT_EQ(TDB_OK, tdb_open(dir.path().c_str(), nullptr, &db)) << "round " << round << ": " << tdb_last_error();
+        tdb_cf_t *def = nullptr, *ev = nullptr;
+        ASSERT_EQ(TDB_OK, tdb_get_cf(db, TDB_DEFAULT_CF, &def));
+        ASSERT_EQ(TDB_OK, tdb_get_cf(db, "events", &ev));
+        tdb_cf_config_t got;
+        ASSERT_EQ(TDB_OK, tdb_cf_get_config(ev, &got));
+        ExpectSameConfig(EventsConfig(), got);
+        struct {
+            tdb_cf_t *cf;
+            const char *key, *val;
+        } want[] = {{def, "apple", "red"}, {ev, "e1", "first event"}, {ev, "e2", "second event"}};
+        for (auto &w : want) {
+            void *val = nullptr;
+            size_t vlen = 0;
+            ASSERT_EQ(TDB_OK, tdb_get(db, w.cf, nullptr, w.key, strlen(w.key), &val, &vlen))
+                << w.key << ": " << tdb_last_error();
+            EXPECT_EQ(std::string(w.val), std::string((const char *)val, vlen));
+            tdb_free(val);
+        }
+        ASSERT_EQ(TDB_OK, tdb_close(db));
+        manifest_t m;
+        ASSERT_EQ(TDB_OK, manifest_read(env_posix(), dir.path().c_str(), &m, nullptr, nullptr));
+        EXPECT_EQ(4u, m.format) << "round " << round;
+        manifest_free(&m);
+    }
 }
 
 }  // namespace

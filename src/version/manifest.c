@@ -4,7 +4,6 @@
  */
 #include "version/manifest.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +15,7 @@
 
 #define MANIFEST_MAGIC "TDBMANIF"
 #define MANIFEST_MAGIC_LEN 8
-#define MANIFEST_FORMAT 3     /* written; 1 and 2 are still read (manifest.h) */
+#define MANIFEST_FORMAT 4     /* written; 1 to 3 are still read (manifest.h) */
 #define MANIFEST_FORMAT_MIN 1
 #define MANIFEST_HEADER (MANIFEST_MAGIC_LEN + 4)
 #define MANIFEST_MIN_CF_BYTES 32   /* smallest possible encoded family */
@@ -25,32 +24,6 @@
 /* ---------------------------------------------------------------------- */
 /* encode                                                                  */
 /* ---------------------------------------------------------------------- */
-
-/* Append a double as the fixed64 of its bits. */
-static int put_double(buf_t *b, double d) {
-    uint64_t u;
-    memcpy(&u, &d, sizeof u);
-    return put_fixed64(b, u);
-}
-
-/* Append the config fields in declaration order. */
-static int encode_config(const tdb_cf_config_t *c, buf_t *b) {
-    int rc = TDB_OK;
-    TRY(put_varint64(b, (uint64_t)c->write_buffer_size));
-    TRY(put_varint32(b, (uint32_t)c->compression));
-    TRY(put_double(b, c->bloom_fpr));
-    TRY(put_varint32(b, (uint32_t)c->sync_mode));
-    TRY(put_varint64(b, c->sync_interval_us));
-    TRY(put_varint32(b, c->block_size));
-    TRY(put_varint32(b, c->value_threshold));
-    TRY(put_varint32(b, (uint32_t)c->l0_queue_stall_threshold));
-    TRY(put_varint32(b, (uint32_t)c->l1_file_count_trigger));
-    TRY(put_varint32(b, (uint32_t)c->level_size_ratio));
-    TRY(put_double(b, c->tombstone_density_trigger));
-    TRY(put_varint64(b, c->tombstone_density_min_entries));
-err:
-    return rc;
-}
 
 /* Append one file record. */
 static int encode_file(int level, const file_meta_t *f, buf_t *b) {
@@ -87,7 +60,7 @@ int manifest_encode(const manifest_t *m, buf_t *out) {
         TRY(put_varint32(out, cf->id));
         TRY(put_lenprefixed(out, slice_make(cf->name, strlen(cf->name))));
         buf_clear(&cfg);
-        TRY(encode_config(&cf->config, &cfg));
+        TRY(manifest_options_encode(&cf->config, &cfg));
         TRY(put_lenprefixed(out, buf_slice(&cfg)));
         TRY(put_varint64(out, cf->log_number));
         int nfiles = cf->version ? version_total_files(cf->version) : 0;
@@ -133,44 +106,6 @@ static int rd_slice(cursor_t *c, slice_t *s) {
     if (!q) return 0;
     c->p = q;
     return 1;
-}
-
-/* Read a double stored as fixed64 bits. */
-static int rd_double(cursor_t *c, double *d) {
-    if (c->limit - c->p < 8) return 0;
-    uint64_t u = dec_fixed64(c->p);
-    memcpy(d, &u, sizeof *d);
-    c->p += 8;
-    return 1;
-}
-
-/* Decode and sanity-check a config blob. */
-static int decode_config(slice_t blob, tdb_cf_config_t *cfg, uint32_t id) {
-    cursor_t c = {blob.data, blob.data + blob.size};
-    uint64_t wbs, sync_us, tmin;
-    uint32_t comp, sync, bs, vt, stall, trig, ratio;
-    double fpr, tdt;
-    if (!rd_v64(&c, &wbs) || !rd_v32(&c, &comp) || !rd_double(&c, &fpr) || !rd_v32(&c, &sync) ||
-        !rd_v64(&c, &sync_us) || !rd_v32(&c, &bs) || !rd_v32(&c, &vt) || !rd_v32(&c, &stall) ||
-        !rd_v32(&c, &trig) || !rd_v32(&c, &ratio) || !rd_double(&c, &tdt) || !rd_v64(&c, &tmin))
-        return tdb_err(TDB_ERR_CORRUPTION, "manifest: column family %u: truncated config", id);
-    if (comp > TDB_COMPRESS_ZSTD || sync > TDB_SYNC_FULL || !isfinite(fpr) || fpr < 0 || fpr >= 1 ||
-        !isfinite(tdt) || tdt < 0 || wbs > (uint64_t)SIZE_MAX)
-        return tdb_err(TDB_ERR_CORRUPTION, "manifest: column family %u: invalid config", id);
-    memset(cfg, 0, sizeof *cfg);
-    cfg->write_buffer_size = (size_t)wbs;
-    cfg->compression = (int)comp;
-    cfg->bloom_fpr = fpr;
-    cfg->sync_mode = (int)sync;
-    cfg->sync_interval_us = sync_us;
-    cfg->block_size = bs;
-    cfg->value_threshold = vt;
-    cfg->l0_queue_stall_threshold = (int)stall;
-    cfg->l1_file_count_trigger = (int)trig;
-    cfg->level_size_ratio = (int)ratio;
-    cfg->tombstone_density_trigger = tdt;
-    cfg->tombstone_density_min_entries = tmin;
-    return TDB_OK;
 }
 
 /* Decode one file record and add it to the edit; records its number. */
@@ -274,7 +209,7 @@ int manifest_decode(slice_t data, manifest_t *out, file_obsolete_fn fn, void *ct
         memcpy(cf->name, name.data, name.size);
         cf->name[name.size] = '\0';
         m.ncf = (int)i + 1; /* so a failure frees what is filled */
-        TRY(decode_config(cfg, &cf->config, cf->id));
+        TRY(manifest_options_decode(cfg, format, cf->id, &cf->config));
         if (!rd_v64(&c, &cf->log_number) || !rd_v32(&c, &nfiles))
             RAISE(TDB_ERR_CORRUPTION, "manifest: truncated column family %u", cf->id);
         if (nfiles > (size_t)(c.limit - c.p) / MANIFEST_MIN_FILE_BYTES)

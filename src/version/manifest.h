@@ -6,25 +6,31 @@
  *
  * Format (all integers little-endian; docs/design/version.md):
  *
- *   magic "TDBMANIF" (8) | fixed32 format version (3) | body | fixed32 checksum
+ *   magic "TDBMANIF" (8) | fixed32 format version (4) | body | fixed32 checksum
  *
- *   Format 3 has the body of format 2 and says that the database's WAL
- *   records carry batches with the compact header (docs/design/db.md);
- *   under format 1 or 2 they carry the fixed 12-byte header, and recovery
- *   reads them so (the reopen then writes format 3).
+ *   Format 4 stores each family's options as tagged fields (below);
+ *   formats 1-3 stored them positionally and are still read. Format 3 and
+ *   later say that the database's WAL records carry batches with the
+ *   compact header (docs/design/db.md); under format 1 or 2 they carry the
+ *   fixed 12-byte header, and recovery reads them so (the reopen then
+ *   writes the current format).
  *
  *   body = varint64 next_file_number | varint64 last_sequence |
  *          varint32 next_cf_id | varint32 ncf | cf*
- *   cf   = varint32 id | lenprefixed name | lenprefixed config |
+ *   cf   = varint32 id | lenprefixed name | lenprefixed options |
  *          varint64 log_number | varint32 nfiles | file*
  *   file = varint32 level | varint64 number | varint64 file_size |
  *          lenprefixed smallest | lenprefixed largest | varint64 min_seq |
  *          varint64 max_seq | varint64 num_entries | varint64 num_deletes |
  *          varint64 num_range_deletes (format 2; absent in format 1, read as 0)
- *   config = fields of tdb_cf_config_t in declaration order (size_t and
- *          uint64 as varint64, int and uint32 as varint32 of the 32-bit
- *          pattern, double as fixed64 of its bits); a longer config blob
- *          (fields added later) is accepted, its unknown tail ignored.
+ *   options (format 4) = field*, field = varint32 tag | lenprefixed value,
+ *          tag = id << 1 | must_understand; unknown tags with the bit clear
+ *          are skipped, with it set are an error; the tag table and the
+ *          rules for adding a field are in manifest_options.c.
+ *   options (formats 1-3) = fields of tdb_cf_config_t in their declaration
+ *          order of then (size_t and uint64 as varint64, int and uint32 as
+ *          varint32 of the 32-bit pattern, double as fixed64 of its bits);
+ *          a longer blob is accepted, its tail ignored.
  *   checksum = tdb_checksum of every preceding byte.
  *
  * Invariants checked by decode (any violation -> TDB_ERR_CORRUPTION with a
@@ -32,7 +38,9 @@
  * describe):
  *  - magic, version and checksum match; the body is consumed exactly.
  *  - cf ids are unique and < next_cf_id; names are unique, 1..TDB_MAX_CF_NAME
- *    bytes without NUL; compression and sync mode are known; doubles finite.
+ *    bytes without NUL; compression and sync mode are known; doubles finite;
+ *    each known option tag at most once, every required one present, no
+ *    unknown must-understand tag.
  *  - file numbers are unique over the whole database, nonzero and
  *    < next_file_number; levels are 1..TDB_MAX_LEVELS-1; key bounds are
  *    internal keys with smallest <= largest; min_seq <= max_seq <=
@@ -83,6 +91,11 @@ int manifest_decode(slice_t data, manifest_t *m, file_obsolete_fn fn, void *ctx)
 int manifest_write(env_t *env, const char *dir, const manifest_t *m);
 /* Read and decode <dir>/MANIFEST: TDB_ERR_NOT_FOUND if there is none. */
 int manifest_read(env_t *env, const char *dir, manifest_t *m, file_obsolete_fn fn, void *ctx);
+/* Append a family's options in the current (tagged) encoding. */
+int manifest_options_encode(const tdb_cf_config_t *c, buf_t *b);
+/* Decode and validate a family's options stored by a MANIFEST of `format`
+ * (family `id` names errors): TDB_ERR_CORRUPTION on anything invalid. */
+int manifest_options_decode(slice_t blob, uint32_t format, uint32_t id, tdb_cf_config_t *cfg);
 /* Free names and the array, unref versions; *m becomes empty. */
 void manifest_free(manifest_t *m);
 
