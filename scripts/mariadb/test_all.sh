@@ -5,7 +5,9 @@
 #   main_suite (MariaDB's own main suite, quick list, TidesDB as default engine) -> sysbench smoke (READ COMMITTED, all
 #   workloads) -> sysbench at REPEATABLE READ, optimistic -> TPC-C (go-tpc,
 #   2 warehouses, 2 threads, 60 s, check) -> crash test (kill -9 during
-#   sysbench writes and during TPC-C) -> harness_smoke (each SQL benchmark
+#   sysbench writes and during TPC-C) -> crash_tpcc (kill -9 at random
+#   moments of TPC-C, 3 cycles at the relaxed and 3 at the durable preset:
+#   acknowledged New-Orders present, go-tpc check) -> harness_smoke (each SQL benchmark
 #   harness for a few seconds on one engine) -> pgo (the PGO build: missing
 #   and stale profiles refused, a full --pgo build loads and serves).
 # Prints one line per step and a final "N passed, N failed"; exits non-zero
@@ -66,6 +68,7 @@ step sysbench_rr_optimistic 300 1 env TIME="${SMOKE_TIME:-5}" ISOLATION=REPEATAB
   SYSBENCH_PORT=3322 bash "$here/sysbench_smoke.sh" oltp_read_write oltp_write_only
 step tpcc 900 1 env TIME="${TPCC_TIME:-60s}" bash "$here/tpcc.sh"
 step crash 600 1 bash "$here/crash_test.sh"
+step crash_tpcc 400 1 bash "$here/crash_tpcc.sh"
 step harness_smoke 600 1 bash "$here/harness_test.sh" --smoke
 step pgo 600 1 bash "$here/pgo_test.sh"
 
