@@ -23,6 +23,11 @@
 #  5. Every function declared in include/tidesdb/*.h carries TDB_API, and
 #     libtidesdb.so (if built: --build DIR, default build/) exports only
 #     tdb_* symbols (nm -D --defined-only).
+#  6. The files of src/db call each other in one direction: a file calls
+#     (or names) only the non-static functions of the files before it in
+#     DB_ORDER below, so the file-level call graph has no cycle. Every .c of
+#     src/db must be listed. Read from the sources (comments and strings
+#     stripped), so it needs no build.
 # Usage: check_layers.sh [--root DIR] [--build DIR]
 set -uo pipefail
 
@@ -40,6 +45,9 @@ cd "$root" || exit 2
 
 ORDER="util env wal memtable cache sst version db txn testing"
 WHITEBOX_DIRS="tests fuzz tools/stress"
+# Rule 6: the files of src/db, lowest first (docs/design/conventions.md).
+DB_ORDER="options filename batch direct state cf write_apply switch bg write_stall
+write_group write_direct write manual cf_api db_iter read open"
 MAX_LINES=1000
 LINE_DEBT="
 tests/compaction_test.cc 1496
@@ -127,6 +135,46 @@ for f in "${files[@]}"; do
         fi
     fi
 done
+
+# Rule 6: no call from a file of src/db to one after it in DB_ORDER.
+if [ -d src/db ]; then
+    while IFS= read -r msg; do
+        fail "${msg%%|*}" "$(cut -d'|' -f2 <<<"$msg")" "${msg#*|*|}"
+    done < <(DB_ORDER="$(echo $DB_ORDER)" perl -e '
+        my @order = split " ", $ENV{DB_ORDER};
+        my %rank; @rank{@order} = (0 .. $#order);
+        my (%text, %def);
+        for my $f (sort glob("src/db/*.c")) {
+            my ($base) = $f =~ m{([^/]+)\.c$};
+            local $/; open(my $fh, "<", $f) or next; my $t = <$fh>; close $fh;
+            # Strip comments (keeping line breaks), then strings and chars.
+            $t =~ s{/\*.*?\*/}{ (my $c = $&) =~ s/[^\n]//g; $c }gse;
+            $t =~ s{//[^\n]*}{}g;
+            $t =~ s{"(?:\\.|[^"\\\n])*"}{""}g;
+            $t =~ s{\x27(?:\\.|[^\x27\\\n])+\x27}{0}g;
+            $text{$base} = $t;
+            if (!defined $rank{$base}) {
+                print "$f|0|not in the order of src/db (DB_ORDER in scripts/check_layers.sh): place it\n";
+                next;
+            }
+            # Non-static definitions at column 0: "type name(params) {".
+            while ($t =~ m{^(?!static\b)(?!typedef\b)[A-Za-z_][\w \t\*]*?\b(\w+)\s*\([^;{}]*\)\s*\{}mg) {
+                $def{$1} = $base;
+            }
+        }
+        for my $base (sort keys %text) {
+            next unless defined $rank{$base};
+            my $n = 0;
+            for my $line (split /\n/, $text{$base}, -1) {
+                $n++;
+                while ($line =~ m{\b([A-Za-z_]\w*)\b}g) {
+                    my $d = $def{$1};
+                    next unless defined $d && $d ne $base && $rank{$d} > $rank{$base};
+                    print "src/db/$base.c|$n|uses $1 of src/db/$d.c, which comes after $base in the order of src/db ($ENV{DB_ORDER}): a cycle between files\n";
+                }
+            }
+        }')
+fi
 
 # Rule 5a: every public declaration is exported.
 for h in include/tidesdb/*.h; do

@@ -80,5 +80,19 @@ fresh
 sed -i '0,/^TDB_API int tdb_close(/s//int tdb_close(/' "$tmp/tree/include/tidesdb/tidesdb.h"
 run "public function without TDB_API" fail 'include/tidesdb/tidesdb.h:[0-9]+: public function declared without TDB_API'
 
+fresh
+# write_group.c already reaches cf.c (through write_apply.c): a call back
+# from cf.c closes a cycle between the files of src/db.
+inject src/db/cf.c 'static void cycle(tdb_t *db, writer_t *w) { db_group_write(db, w); }'
+run "cycle between files of src/db" fail 'src/db/cf.c:2: uses db_group_write of src/db/write_group.c, which comes after cf'
+
+fresh
+inject src/db/options.c '/* a comment naming db_group_write( is no call */'
+run "a function named in a comment" pass
+
+fresh
+printf '/* db/extra: nowhere in the order. */\n' >"$tmp/tree/src/db/extra.c"
+run "file of src/db missing from the order" fail 'src/db/extra.c:0: not in the order of src/db'
+
 [ "$failed" = 0 ] && echo "check_layers_test: all cases behave"
 exit "$failed"

@@ -4,13 +4,6 @@
 
 #include "db/db_impl.h"
 
-struct tdb_batch {
-    buf_t rep;
-    tdb_cf_t **cfs; /* distinct families referenced */
-    int ncfs, capcfs;
-    uint64_t user_bytes;
-};
-
 /* Reset the representation to an empty header. */
 static int batch_reset(tdb_batch_t *b) {
     buf_clear(&b->rep);
@@ -130,21 +123,15 @@ int tdb_batch_delete_range(tdb_batch_t *b, tdb_cf_t *cf, const void *start, size
     return batch_add(b, KT_RANGE_DELETE, cf, start, slen, end, elen, 0);
 }
 
-/* Single writes (tdb_put, tdb_delete, ...) build a one-entry batch in the
- * caller's stack frame: no allocation (the batch object, its buffer and its
- * growth used to be three or four malloc calls and frees per put) unless
- * the entry is larger than the stack buffer, and then one of its size. */
-#define SINGLE_STACK_BYTES 512
-
-/* Set up b over stack (or one allocation) with room for one entry of a
- * klen-byte key and a vlen-byte value (bounds rejected later by batch_add
- * need no room). cf1: room for the family. */
-static int single_begin(tdb_batch_t *b, char *stack, tdb_cf_t **cf1, size_t klen, size_t vlen) {
+/* Set up b over stack (stack_bytes; or one allocation) with room for one
+ * entry of a klen-byte key and a vlen-byte value (bounds rejected later by
+ * batch_add need no room). cf1: room for the family. */
+int batch_init_single(tdb_batch_t *b, char *stack, size_t stack_bytes, tdb_cf_t **cf1, size_t klen, size_t vlen) {
     memset(b, 0, sizeof *b);
     size_t need = BATCH_HEADER;
     if (klen <= TDB_MAX_KEY_SIZE && vlen <= TDB_MAX_VALUE_SIZE) /* type, family, lengths, TTL, key, value */
         need += 1 + 3 * VARINT32_MAX + 8 + klen + vlen;
-    b->rep.data = need <= SINGLE_STACK_BYTES ? stack : (char *)malloc(need);
+    b->rep.data = need <= stack_bytes ? stack : (char *)malloc(need);
     if (!b->rep.data) return tdb_err(TDB_ERR_NOMEM, "write of a %zu-byte key and a %zu-byte value", klen, vlen);
     b->rep.cap = need; /* exact bound: the buffer never grows (never reallocated) */
     b->cfs = cf1;
@@ -152,47 +139,9 @@ static int single_begin(tdb_batch_t *b, char *stack, tdb_cf_t **cf1, size_t klen
     return batch_reset(b);
 }
 
-/* Write b if rc is TDB_OK, then release its storage. */
-static int single_end(tdb_t *db, tdb_batch_t *b, const char *stack, int rc) {
-    if (rc == TDB_OK) rc = tdb_write(db, b);
+/* Release what batch_init_single allocated (nothing if it used stack). */
+void batch_release_single(tdb_batch_t *b, const char *stack) {
     if (b->rep.data != stack) free(b->rep.data);
-    return rc;
-}
-
-int tdb_put(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen, const void *val, size_t vlen, int64_t ttl) {
-    char stack[SINGLE_STACK_BYTES];
-    tdb_cf_t *cf1[1];
-    tdb_batch_t b;
-    int rc = single_begin(&b, stack, cf1, klen, vlen);
-    if (rc == TDB_OK) rc = tdb_batch_put(&b, cf, key, klen, val, vlen, ttl);
-    return single_end(db, &b, stack, rc);
-}
-
-int tdb_delete(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen) {
-    char stack[SINGLE_STACK_BYTES];
-    tdb_cf_t *cf1[1];
-    tdb_batch_t b;
-    int rc = single_begin(&b, stack, cf1, klen, 0);
-    if (rc == TDB_OK) rc = tdb_batch_delete(&b, cf, key, klen);
-    return single_end(db, &b, stack, rc);
-}
-
-int tdb_delete_range(tdb_t *db, tdb_cf_t *cf, const void *start, size_t slen, const void *end, size_t elen) {
-    char stack[SINGLE_STACK_BYTES];
-    tdb_cf_t *cf1[1];
-    tdb_batch_t b;
-    int rc = single_begin(&b, stack, cf1, slen, elen);
-    if (rc == TDB_OK) rc = tdb_batch_delete_range(&b, cf, start, slen, end, elen);
-    return single_end(db, &b, stack, rc);
-}
-
-int tdb_single_delete(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen) {
-    char stack[SINGLE_STACK_BYTES];
-    tdb_cf_t *cf1[1];
-    tdb_batch_t b;
-    int rc = single_begin(&b, stack, cf1, klen, 0);
-    if (rc == TDB_OK) rc = tdb_batch_single_delete(&b, cf, key, klen);
-    return single_end(db, &b, stack, rc);
 }
 
 int batch_add_raw(tdb_batch_t *b, tdb_cf_t *cf, unsigned type, slice_t key, slice_t value) {

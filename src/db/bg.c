@@ -19,66 +19,6 @@
 
 #include "db/db_impl.h"
 
-/* Next file number (takes mu). */
-uint64_t db_new_file_number(void *ctx) {
-    tdb_t *db = (tdb_t *)ctx;
-    pthread_mutex_lock(&db->mu);
-    uint64_t n = db->next_file_number++;
-    pthread_mutex_unlock(&db->mu);
-    return n;
-}
-
-/* A table left every version: drop it from the caches and delete it. */
-void db_file_obsolete(void *ctx, uint64_t number) {
-    tdb_t *db = (tdb_t *)ctx;
-    if (atomic_load(&db->keep_files)) return;
-    char path[4096];
-    table_cache_evict(db->table_cache, number);
-    sst_file_name(path, sizeof path, db->path, number);
-    db->env->remove(db->env, path);
-}
-
-/* Copy the live snapshot list (mu held). */
-int db_snapshot_list(tdb_t *db, uint64_t **out, int *n) {
-    *out = NULL;
-    *n = db->nsnap;
-    if (!db->nsnap) return TDB_OK;
-    *out = (uint64_t *)malloc((size_t)db->nsnap * sizeof **out);
-    if (!*out) return tdb_err(TDB_ERR_NOMEM, "snapshot list");
-    memcpy(*out, db->snapshots, (size_t)db->nsnap * sizeof **out);
-    return TDB_OK;
-}
-
-/* Oldest WAL any family still needs (mu held). */
-static uint64_t min_needed_wal(tdb_t *db) {
-    uint64_t min = db->wal_number;
-    for (uint32_t i = 0; i < db->ncf_slots; i++) {
-        tdb_cf_t *cf = db->cfs[i];
-        if (!cf || atomic_load(&cf->dropped)) continue;
-        uint64_t need = db->wal_number;
-        if (cf->nimm > 0) need = cf->imm[0].log_number;
-        else if (cf->mem.mem && memtable_num_entries(cf->mem.mem) > 0) need = cf->mem.log_number;
-        if (need < min) min = need;
-    }
-    return min;
-}
-
-void db_delete_obsolete_wals(tdb_t *db) {
-    uint64_t min = min_needed_wal(db);
-    char **names = NULL;
-    size_t n = 0;
-    if (db->env->list_dir(db->env, db->path, &names, &n) != TDB_OK) return;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t num;
-        if (db_parse_file_name(names[i], "log", &num) && num < min) {
-            char path[4096];
-            db_wal_name(path, sizeof path, db->path, num);
-            db->env->remove(db->env, path);
-        }
-    }
-    env_free_list(names, n);
-}
-
 /* Delete the outputs of a job whose family was dropped meanwhile. */
 static void discard_outputs(tdb_t *db, version_edit_t *e) {
     for (int i = 0; i < e->n_add; i++) {
@@ -122,16 +62,6 @@ static int install_edit(tdb_t *db, tdb_cf_t *cf, version_edit_t *edit) {
     return TDB_OK;
 }
 
-/* Enter the sticky error state (mu held) and wake everyone waiting for
- * background progress (stalled writers, tdb_flush, tdb_wait_idle), so they
- * return the error instead of waiting forever. */
-void db_set_bg_error_locked(tdb_t *db, int rc) {
-    if (db->bg_error == TDB_OK) db->bg_error = rc;
-    atomic_store(&db->direct_ok, false); /* writes go through the leader, which refuses them */
-    pthread_cond_broadcast(&db->done_cv);
-    pthread_cond_broadcast(&db->bg_cv);
-}
-
 /* Record a background failure (mu held). */
 static void set_bg_error(tdb_t *db, int rc, const char *what) {
     db_log(db, TDB_LOG_ERROR, "%s failed: %s (%s)", what, tdb_strerror(rc), tdb_last_error());
@@ -162,7 +92,7 @@ static void note_space_ok(tdb_t *db) {
 
 /* Flush cf's oldest immutable memtable (mu held on entry and exit;
  * cf->flushing set by the caller). */
-static void flush_oldest(tdb_t *db, tdb_cf_t *cf) {
+void db_flush_oldest(tdb_t *db, tdb_cf_t *cf) {
     mem_slot_t slot = cf->imm[0];
     memtable_ref(slot.mem);
     uint64_t *snaps = NULL;
@@ -292,7 +222,7 @@ static bool do_flush_work(tdb_t *db, uint32_t *rr) {
         *rr = (*rr + k + 1) % db->ncf_slots;
         cf->flushing = true;
         db->bg_flush_running++;
-        flush_oldest(db, cf);
+        db_flush_oldest(db, cf);
         db->bg_flush_running--;
         return true;
     }
@@ -319,16 +249,6 @@ static bool do_compaction_work(tdb_t *db, uint32_t *rr) {
         return true;
     }
     return false;
-}
-
-/* Wait on cv (mu held) for at most us microseconds. */
-void db_cond_wait_us(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t us) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t ns = (uint64_t)ts.tv_nsec + us * 1000u;
-    ts.tv_sec += (time_t)(ns / 1000000000u);
-    ts.tv_nsec = (long)(ns % 1000000000u);
-    pthread_cond_timedwait(cv, mu, &ts);
 }
 
 /* Wait on bg_cv for at most us microseconds (mu held). */
@@ -360,8 +280,6 @@ static void *worker_main(void *p) {
     pthread_mutex_unlock(&db->mu);
     return NULL;
 }
-
-void db_maybe_schedule(tdb_t *db) { pthread_cond_broadcast(&db->bg_cv); }
 
 int db_start_background(tdb_t *db) {
     int n = db->cfg.flush_threads + db->cfg.compaction_threads;
@@ -470,55 +388,6 @@ int tdb_wait_idle(tdb_t *db) {
     return rc == TDB_OK ? TDB_OK : tdb_err(TDB_ERR_READ_ONLY, "background error: %s", tdb_strerror(rc));
 }
 
-int tdb_flush(tdb_t *db, tdb_cf_t *only) {
-    int rc = TDB_OK;
-    if (!db) return tdb_err(TDB_ERR_INVALID_ARG, "database handle is NULL");
-    if (only && (rc = db_check_cf(db, only)) != TDB_OK) return rc;
-    writer_t ex;
-    pthread_mutex_lock(&db->mu);
-    db_enter_exclusive(db, &ex);
-    uint64_t nospace = db->nospace_flushes;
-    db->nospace_retry_at = 0; /* an explicit flush retries one that ran out of space now */
-    bool rotated = false;
-    for (uint32_t i = 0; i < db->ncf_slots && rc == TDB_OK && db->bg_error == TDB_OK; i++) {
-        tdb_cf_t *cf = db->cfs[i];
-        if (!cf || atomic_load(&cf->dropped) || (only && cf != only)) continue;
-        if (memtable_num_entries(cf->mem.mem) == 0) continue;
-        if (!rotated) {
-            rc = db_rotate_wal(db);
-            rotated = true;
-        }
-        if (rc == TDB_OK) rc = db_switch_memtable(db, cf);
-    }
-    db_exit_exclusive(db, &ex);
-    for (;;) {
-        if (rc == TDB_OK && db->bg_error != TDB_OK) rc = tdb_err(TDB_ERR_READ_ONLY, "background error: %s", tdb_strerror(db->bg_error));
-        if (rc == TDB_OK && db->nospace_flushes != nospace)
-            rc = tdb_err(TDB_ERR_NO_SPACE, "flush out of space: the memtable stays queued and is flushed once "
-                                           "space is freed");
-        if (rc != TDB_OK || db->shutting_down) break;
-        bool pending = false, flushed = false;
-        for (uint32_t i = 0; i < db->ncf_slots; i++) {
-            tdb_cf_t *cf = db->cfs[i];
-            if (cf && !atomic_load(&cf->dropped) && (!only || cf == only) && (cf->nimm || cf->flushing)) pending = true;
-            if (pending && db->bg_paused && !flushed && cf && !atomic_load(&cf->dropped) && (!only || cf == only) &&
-                cf->nimm && !cf->flushing) { /* paused: flush in this thread */
-                cf->flushing = true;
-                db->bg_flush_running++;
-                flush_oldest(db, cf);
-                db->bg_flush_running--;
-                flushed = true;
-            }
-        }
-        if (!pending) break;
-        if (flushed) continue;
-        db_maybe_schedule(db);
-        pthread_cond_wait(&db->done_cv, &db->mu);
-    }
-    pthread_mutex_unlock(&db->mu);
-    return rc;
-}
-
 /* Deepest level of cf holding files (mu held). */
 static int last_level(tdb_cf_t *cf) {
     for (int l = TDB_MAX_LEVELS - 1; l >= 1; l--)
@@ -531,7 +400,7 @@ static int last_level(tdb_cf_t *cf) {
  * Background compactions of the family may run alongside (the registry
  * keeps them disjoint); a level whose pick is blocked by one is retried
  * once a compaction finishes. */
-static int compact_cf(tdb_t *db, tdb_cf_t *cf) {
+int db_compact_cf(tdb_t *db, tdb_cf_t *cf) {
     int rc = TDB_OK;
     pthread_mutex_lock(&db->mu);
     for (int level = 1; level < TDB_MAX_LEVELS - 1 && rc == TDB_OK; level++) {
@@ -559,23 +428,6 @@ static int compact_cf(tdb_t *db, tdb_cf_t *cf) {
         db->bg_compact_running--;
     }
     pthread_mutex_unlock(&db->mu);
-    return rc;
-}
-
-int tdb_compact(tdb_t *db, tdb_cf_t *only) {
-    int rc = tdb_flush(db, only);
-    if (rc != TDB_OK) return rc;
-    if (only) return compact_cf(db, only);
-    pthread_mutex_lock(&db->mu);
-    uint32_t n = db->ncf_slots;
-    pthread_mutex_unlock(&db->mu);
-    for (uint32_t i = 0; i < n && rc == TDB_OK; i++) {
-        pthread_mutex_lock(&db->mu);
-        tdb_cf_t *cf = i < db->ncf_slots ? db->cfs[i] : NULL;
-        bool live = cf && !atomic_load(&cf->dropped);
-        pthread_mutex_unlock(&db->mu);
-        if (live) rc = compact_cf(db, cf);
-    }
     return rc;
 }
 

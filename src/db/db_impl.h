@@ -164,6 +164,21 @@ typedef struct writer {
 
 typedef struct direct_lane direct_lane_t; /* db/direct.c */
 
+/* A write batch (db/batch.c owns its encoding; db/write.c builds one-entry
+ * batches for the single writes in the caller's stack frame). */
+struct tdb_batch {
+    buf_t rep;
+    tdb_cf_t **cfs; /* distinct families referenced */
+    int ncfs, capcfs;
+    uint64_t user_bytes;
+};
+
+/* A snapshot: the sequence it reads at, also listed in db->snapshots
+ * (db/read.c creates and releases them). */
+struct tdb_snapshot {
+    uint64_t seq;
+};
+
 typedef struct db_counters {
     atomic_uint_fast64_t user_bytes, wal_bytes, flush_bytes, compact_read,
         compact_written, flushes, compactions, stall_micros, stall_max, stalls, delays, stall_timeouts;
@@ -242,7 +257,20 @@ struct tdb {
     db_counters_t ctr;
 };
 
-/* ---- db/options.c ---- */
+/*
+ * Functions, by file, in the order of src/db (docs/design/conventions.md;
+ * checked by scripts/check_layers.sh): a file calls only functions of the
+ * files listed before it, so the file-level call graph has no cycle.
+ *
+ *   options, filename, batch, direct  (leaves)
+ *   <- state <- cf <- write_apply <- switch <- bg <- write_stall
+ *   <- write_group <- write_direct <- write <- manual <- cf_api
+ *   <- db_iter <- read <- open
+ *
+ * batch.h, filename.h and direct.h declare their files' functions.
+ */
+
+/* ---- db/options.c: settings, their validation, the info log, clock ---- */
 int db_validate_config(const tdb_config_t *cfg);
 int db_validate_cf_config(const tdb_cf_config_t *cfg);
 void db_log(tdb_t *db, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -250,14 +278,39 @@ compaction_opts_t db_compaction_opts(const tdb_cf_t *cf);
 sst_options_t db_sst_options(const tdb_cf_t *cf);
 /* The sync mode that governs writes to cf (unified mode overrides). */
 int db_cf_sync_mode(const tdb_t *db, const tdb_cf_t *cf);
+int64_t db_now_unix(void);
+/* For a value of type t: strip the TTL prefix; returns 0 if expired. */
+int db_value_live(unsigned t, slice_t raw, int64_t now, slice_t *user_value);
 
-/* ---- db/cf.c ---- */
+/* ---- db/batch.c (beyond the encoding of db/batch.h) ---- */
+/* Set b up for one entry over the caller's stack buffer (or one
+ * allocation if the entry does not fit); release with batch_release_single. */
+int batch_init_single(tdb_batch_t *b, char *stack, size_t stack_bytes, tdb_cf_t **cf1, size_t klen, size_t vlen);
+void batch_release_single(tdb_batch_t *b, const char *stack);
+
+/* ---- db/state.c: the sticky error, wake-ups, file lifetimes ---- */
+/* Enter the sticky error state and wake all waiters (mu held). */
+void db_set_bg_error_locked(tdb_t *db, int rc);
+/* Wait on cv (mu held) for at most us microseconds. */
+void db_cond_wait_us(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t us);
+void db_maybe_schedule(tdb_t *db); /* under mu: wake workers if work exists */
+uint64_t db_new_file_number(void *ctx);
+void db_file_obsolete(void *ctx, uint64_t number);
+/* Delete WAL files no family needs (caller holds mu, after manifest write). */
+void db_delete_obsolete_wals(tdb_t *db);
+/* Snapshot list copy (under mu) for table writers; caller frees. */
+int db_snapshot_list(tdb_t *db, uint64_t **out, int *n);
+
+/* ---- db/cf.c: family objects, superversions, the manifest of them all ---- */
 int cf_new(tdb_t *db, uint32_t id, const char *name, const tdb_cf_config_t *cfg,
            version_t *v, uint64_t log_number, tdb_cf_t **out);
 void cf_free(tdb_cf_t *cf);
+/* Drop a dropped family's memtables and version (mu held). */
+void cf_release_data(tdb_cf_t *cf);
 int db_add_cf(tdb_t *db, uint32_t id, const char *name, const tdb_cf_config_t *cfg,
               version_t *v, uint64_t log_number, tdb_cf_t **out);
 tdb_cf_t *cf_by_id(tdb_t *db, uint32_t id); /* under mu or during open */
+int db_check_cf(tdb_t *db, tdb_cf_t *cf);
 /* Replace the family's superversion from its current state (under mu). */
 int cf_install_sv(tdb_cf_t *cf);
 superversion_t *cf_get_sv(tdb_cf_t *cf);
@@ -266,6 +319,16 @@ void sv_unref(superversion_t *sv);
 int db_build_manifest(tdb_t *db, manifest_t *m);
 /* Write the manifest of the current state (caller holds manifest_mu and mu). */
 int db_write_manifest_locked(tdb_t *db);
+
+/* ---- db/write_apply.c ---- */
+/* Batches below this many entries go in batch order through a serial hint
+ * (leader and recovery only); larger ones are sorted, and inserted by their
+ * own writer thread in a group (db/write_group.c). */
+#define SMALL_BATCH_ENTRIES 16
+/* Apply one decoded batch to the memtables (recovery and write path). */
+int db_apply_batch(tdb_t *db, slice_t rep, uint64_t min_log_for_cf_skip);
+/* The same by a direct writer, concurrently with others (its thread's hint). */
+int db_apply_batch_direct(tdb_t *db, slice_t rep);
 
 /* ---- db/switch.c: memtable switch and WAL rotation ---- */
 /* Rotate the WAL (sync old, open new) under mu by the write leader or open. */
@@ -279,15 +342,18 @@ int db_switch_memtable(tdb_t *db, tdb_cf_t *cf);
  * of space, nothing written (invariant 7). */
 int db_wal_append_locked(tdb_t *db, const slice_t *payloads, int n, bool sync, bool dirty, bool *nospace);
 
-/* ---- db/write_apply.c ---- */
-/* Batches below this many entries go in batch order through a serial hint
- * (leader and recovery only); larger ones are sorted, and inserted by their
- * own writer thread in a group (db/write_group.c). */
-#define SMALL_BATCH_ENTRIES 16
-/* Apply one decoded batch to the memtables (recovery and write path). */
-int db_apply_batch(tdb_t *db, slice_t rep, uint64_t min_log_for_cf_skip);
-/* The same by a direct writer, concurrently with others (its thread's hint). */
-int db_apply_batch_direct(tdb_t *db, slice_t rep);
+/* ---- db/bg.c: background work (flush, compaction, the WAL fsync thread) ---- */
+/* Background fsync of the WAL for families in TDB_SYNC_INTERVAL mode. */
+void *db_sync_thread(void *arg);
+int db_start_background(tdb_t *db);
+void db_stop_background(tdb_t *db);
+/* Flush one memtable synchronously to level 1 (recovery); adds to edit. */
+int db_write_level1(tdb_t *db, tdb_cf_t *cf, memtable_t *m, version_edit_t *edit);
+/* Flush cf's oldest immutable memtable in this thread (mu held;
+ * cf->flushing set by the caller): tdb_flush while work is paused. */
+void db_flush_oldest(tdb_t *db, tdb_cf_t *cf);
+/* Compact cf down to its last non-empty level in this thread (tdb_compact). */
+int db_compact_cf(tdb_t *db, tdb_cf_t *cf);
 
 /* ---- db/write_stall.c: back-pressure ---- */
 /* Memory of the memtables (mu held). */
@@ -305,15 +371,15 @@ int db_make_room(tdb_t *db, writer_t *self, writer_t **last, int *n, tdb_cf_t **
 /* May direct writes go ahead after db_make_room, and with how much room. */
 void db_direct_refresh(tdb_t *db, const mem_state_t *st);
 
-/* ---- db/write_direct.c ---- */
-/* Write b through the direct lane; *queued: it must take the queue instead. */
-int db_write_direct(tdb_t *db, tdb_batch_t *b, tdb_cf_t **cfs, int ncfs, bool interval, bool *queued);
-
 /* ---- db/write_group.c ---- */
 /* Queue w, wait, and commit its group if it leads (mu held). */
 void db_group_write(tdb_t *db, writer_t *w);
 void db_enter_exclusive(tdb_t *db, writer_t *w);
 void db_exit_exclusive(tdb_t *db, writer_t *w);
+
+/* ---- db/write_direct.c ---- */
+/* Write b through the direct lane; *queued: it must take the queue instead. */
+int db_write_direct(tdb_t *db, tdb_batch_t *b, tdb_cf_t **cfs, int ncfs, bool interval, bool *queued);
 
 /* ---- db/write.c ---- */
 /* Commit a batch through the write queue with an optional validation. */
@@ -322,39 +388,7 @@ int db_write_validated(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *c
  * < 0 = none): past it TDB_ERR_BUSY, nothing applied, fn not called. */
 int db_write_bounded(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx, int64_t stall_timeout_ms);
 
-/* ---- db/read.c ---- */
-/* Newest committed entry of key in cf (any type, incl. deletions and range
- * tombstones covering key): 1 and its sequence, 0 if the key has no entry,
- * <0 on error. */
-int db_latest_seq(tdb_t *db, tdb_cf_t *cf, slice_t key, uint64_t *seq);
-/* 1 if key's newest committed entry (or a covering range tombstone) has a
- * sequence above `since`, 0 if not, <0 on error. Skips the table lookup
- * when every table is older than `since` (the common case for a fresh
- * transaction), so commit-time conflict checks stay cheap. */
-int db_changed_since(tdb_t *db, tdb_cf_t *cf, slice_t key, uint64_t since);
-/* 1 if any entry with user key in [lo, hi] (NULL = unbounded), or any range
- * tombstone overlapping it, has a sequence above `since`, 0 if none, <0 on
- * error. */
-int db_range_changed(tdb_t *db, tdb_cf_t *cf, const slice_t *lo, const slice_t *hi, uint64_t since);
-
-/* ---- db/bg.c: background work (flush, compaction, the WAL fsync thread) ---- */
-/* Background fsync of the WAL for families in TDB_SYNC_INTERVAL mode. */
-void *db_sync_thread(void *arg);
-int db_start_background(tdb_t *db);
-void db_stop_background(tdb_t *db);
-/* Wait on cv (mu held) for at most us microseconds. */
-void db_cond_wait_us(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t us);
-void db_maybe_schedule(tdb_t *db); /* under mu: wake workers if work exists */
-/* Enter the sticky error state and wake all waiters (mu held). */
-void db_set_bg_error_locked(tdb_t *db, int rc);
-/* Flush one memtable synchronously to level 1 (recovery); adds to edit. */
-int db_write_level1(tdb_t *db, tdb_cf_t *cf, memtable_t *m, version_edit_t *edit);
-void db_file_obsolete(void *ctx, uint64_t number);
-uint64_t db_new_file_number(void *ctx);
-/* Delete WAL files no family needs (caller holds mu, after manifest write). */
-void db_delete_obsolete_wals(tdb_t *db);
-/* Snapshot list copy (under mu) for table writers; caller frees. */
-int db_snapshot_list(tdb_t *db, uint64_t **out, int *n);
+/* ---- db/manual.c: tdb_flush, tdb_compact; db/cf_api.c: tdb_create_cf, ... ---- */
 
 /* ---- db/db_iter.c ---- */
 /* The entries of an overlay (a transaction's own writes, internal keys with
@@ -376,13 +410,22 @@ void db_iter_set_destroy_hook(tdb_iter_t *it, void (*fn)(void *), void *ctx);
  * `since` overlaps the user keys [lo, hi] (NULL = unbounded), else 0. */
 int db_iter_range_dels_changed(tdb_iter_t *it, const slice_t *lo, const slice_t *hi, uint64_t since);
 
-/* ---- db/recovery.c ---- */
-int db_recover(tdb_t *db, bool *created);
+/* ---- db/read.c ---- */
+/* Newest committed entry of key in cf (any type, incl. deletions and range
+ * tombstones covering key): 1 and its sequence, 0 if the key has no entry,
+ * <0 on error. */
+int db_latest_seq(tdb_t *db, tdb_cf_t *cf, slice_t key, uint64_t *seq);
+/* 1 if key's newest committed entry (or a covering range tombstone) has a
+ * sequence above `since`, 0 if not, <0 on error. Skips the table lookup
+ * when every table is older than `since` (the common case for a fresh
+ * transaction), so commit-time conflict checks stay cheap. */
+int db_changed_since(tdb_t *db, tdb_cf_t *cf, slice_t key, uint64_t since);
+/* 1 if any entry with user key in [lo, hi] (NULL = unbounded), or any range
+ * tombstone overlapping it, has a sequence above `since`, 0 if none, <0 on
+ * error. */
+int db_range_changed(tdb_t *db, tdb_cf_t *cf, const slice_t *lo, const slice_t *hi, uint64_t since);
 
-/* ---- helpers ---- */
-int64_t db_now_unix(void);
-/* For a value of type t: strip the TTL prefix; returns 0 if expired. */
-int db_value_live(unsigned t, slice_t raw, int64_t now, slice_t *user_value);
-int db_check_cf(tdb_t *db, tdb_cf_t *cf);
+/* ---- db/open.c: open, recovery, close ---- */
+int db_recover(tdb_t *db, bool *created);
 
 #endif

@@ -282,7 +282,7 @@ err:
 int tdb_iter_create(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap, tdb_iter_t **out) {
     TDB_RET(db_check_cf(db, cf));
     if (!out) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_iter_create: out is NULL");
-    return db_iter_create(db, cf, snap ? tdb_snapshot_sequence(snap) : atomic_load(&db->visible_seq), NULL, out);
+    return db_iter_create(db, cf, snap ? snap->seq : atomic_load(&db->visible_seq), NULL, out);
 }
 
 iter_t *db_iter_internal(tdb_iter_t *it) { return it->in; }

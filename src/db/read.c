@@ -4,10 +4,6 @@
 
 #include "db/db_impl.h"
 
-struct tdb_snapshot {
-    uint64_t seq;
-};
-
 tdb_snapshot_t *tdb_snapshot_create(tdb_t *db) {
     if (!db) return NULL;
     tdb_snapshot_t *s = (tdb_snapshot_t *)malloc(sizeof *s);

@@ -82,3 +82,52 @@ int tdb_sync(tdb_t *db) {
     }
     return rc;
 }
+
+/* Single writes (tdb_put, tdb_delete, ...) build a one-entry batch in the
+ * caller's stack frame: no allocation (the batch object, its buffer and its
+ * growth used to be three or four malloc calls and frees per put) unless
+ * the entry is larger than the stack buffer, and then one of its size. */
+#define SINGLE_STACK_BYTES 512
+
+/* Write b if rc is TDB_OK, then release its storage. */
+static int single_end(tdb_t *db, tdb_batch_t *b, const char *stack, int rc) {
+    if (rc == TDB_OK) rc = tdb_write(db, b);
+    batch_release_single(b, stack);
+    return rc;
+}
+
+int tdb_put(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen, const void *val, size_t vlen, int64_t ttl) {
+    char stack[SINGLE_STACK_BYTES];
+    tdb_cf_t *cf1[1];
+    tdb_batch_t b;
+    int rc = batch_init_single(&b, stack, sizeof stack, cf1, klen, vlen);
+    if (rc == TDB_OK) rc = tdb_batch_put(&b, cf, key, klen, val, vlen, ttl);
+    return single_end(db, &b, stack, rc);
+}
+
+int tdb_delete(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen) {
+    char stack[SINGLE_STACK_BYTES];
+    tdb_cf_t *cf1[1];
+    tdb_batch_t b;
+    int rc = batch_init_single(&b, stack, sizeof stack, cf1, klen, 0);
+    if (rc == TDB_OK) rc = tdb_batch_delete(&b, cf, key, klen);
+    return single_end(db, &b, stack, rc);
+}
+
+int tdb_delete_range(tdb_t *db, tdb_cf_t *cf, const void *start, size_t slen, const void *end, size_t elen) {
+    char stack[SINGLE_STACK_BYTES];
+    tdb_cf_t *cf1[1];
+    tdb_batch_t b;
+    int rc = batch_init_single(&b, stack, sizeof stack, cf1, slen, elen);
+    if (rc == TDB_OK) rc = tdb_batch_delete_range(&b, cf, start, slen, end, elen);
+    return single_end(db, &b, stack, rc);
+}
+
+int tdb_single_delete(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen) {
+    char stack[SINGLE_STACK_BYTES];
+    tdb_cf_t *cf1[1];
+    tdb_batch_t b;
+    int rc = batch_init_single(&b, stack, sizeof stack, cf1, klen, 0);
+    if (rc == TDB_OK) rc = tdb_batch_single_delete(&b, cf, key, klen);
+    return single_end(db, &b, stack, rc);
+}
