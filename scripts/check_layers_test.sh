@@ -69,6 +69,10 @@ inject tools/bench/report.c '#include "util/slice.h"'
 run "private header outside src/" fail 'tools/bench/report.c:2: private header "util/slice.h"'
 
 fresh
+inject src/txn/txn.c '#include "db/db_impl.h"'
+run "txn includes the db's private struct" fail 'src/txn/txn.c:2: "db/db_impl.h" is private'
+
+fresh
 inject tests/util_test.cc '#include "db/db_impl.h"'
 run "white-box test includes a private struct" fail 'tests/util_test.cc:2: "db/db_impl.h" is private'
 

@@ -189,3 +189,8 @@ err:
 
 void tdb_free(void *p) { free(p); }
 
+/* The family's id (what batches and the MANIFEST name it by). */
+uint32_t db_cf_id(const tdb_cf_t *cf) { return cf->id; }
+
+/* 1 once the family was dropped. */
+int db_cf_dropped(const tdb_cf_t *cf) { return atomic_load(&cf->dropped) ? 1 : 0; }

@@ -71,6 +71,7 @@
 
 #include "cache/cache.h"
 #include "db/batch.h"
+#include "db/db_txn.h"
 #include "db/filename.h"
 #include "env/env.h"
 #include "memtable/memtable.h"
@@ -122,21 +123,6 @@ struct tdb_cf {
     /* Under sv_mu (swap) / refcount (use). */
     superversion_t *sv;
 };
-
-/* Keys written by earlier members of a write group (hashes of cf id + key),
- * so a validating writer sees conflicts with writes not yet applied. */
-typedef struct group_keys {
-    uint64_t *slots;
-    size_t cap, n;
-    uint64_t range_del_cfs; /* bit (cf_id % 64): a range delete was written */
-} group_keys_t;
-int group_keys_add(group_keys_t *g, uint32_t cf_id, slice_t key);
-int group_keys_has(const group_keys_t *g, uint32_t cf_id, slice_t key);
-
-/* A commit-time check run by the write leader after every earlier commit is
- * applied and before this batch gets its sequence numbers: TDB_OK or an
- * error (TDB_ERR_CONFLICT) that fails only this writer. */
-typedef int (*writer_validate_fn)(void *ctx, tdb_t *db, const group_keys_t *earlier);
 
 typedef struct writer {
     tdb_batch_t *batch;
@@ -267,7 +253,8 @@ struct tdb {
  *   <- write_group <- write_direct <- write <- manual <- cf_api
  *   <- db_iter <- read <- open
  *
- * batch.h, filename.h and direct.h declare their files' functions.
+ * batch.h, filename.h and direct.h declare their files' functions;
+ * db_txn.h those the transaction layer uses too.
  */
 
 /* ---- db/options.c: settings, their validation, the info log, clock ---- */
@@ -278,9 +265,6 @@ compaction_opts_t db_compaction_opts(const tdb_cf_t *cf);
 sst_options_t db_sst_options(const tdb_cf_t *cf);
 /* The sync mode that governs writes to cf (unified mode overrides). */
 int db_cf_sync_mode(const tdb_t *db, const tdb_cf_t *cf);
-int64_t db_now_unix(void);
-/* For a value of type t: strip the TTL prefix; returns 0 if expired. */
-int db_value_live(unsigned t, slice_t raw, int64_t now, slice_t *user_value);
 
 /* ---- db/batch.c (beyond the encoding of db/batch.h) ---- */
 /* Set b up for one entry over the caller's stack buffer (or one
@@ -309,8 +293,6 @@ void cf_free(tdb_cf_t *cf);
 void cf_release_data(tdb_cf_t *cf);
 int db_add_cf(tdb_t *db, uint32_t id, const char *name, const tdb_cf_config_t *cfg,
               version_t *v, uint64_t log_number, tdb_cf_t **out);
-tdb_cf_t *cf_by_id(tdb_t *db, uint32_t id); /* under mu or during open */
-int db_check_cf(tdb_t *db, tdb_cf_t *cf);
 /* Replace the family's superversion from its current state (under mu). */
 int cf_install_sv(tdb_cf_t *cf);
 superversion_t *cf_get_sv(tdb_cf_t *cf);
@@ -381,49 +363,11 @@ void db_exit_exclusive(tdb_t *db, writer_t *w);
 /* Write b through the direct lane; *queued: it must take the queue instead. */
 int db_write_direct(tdb_t *db, tdb_batch_t *b, tdb_cf_t **cfs, int ncfs, bool interval, bool *queued);
 
-/* ---- db/write.c ---- */
-/* Commit a batch through the write queue with an optional validation. */
-int db_write_validated(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx);
-/* ...with a back-pressure bound (0 = the config's write_stall_timeout_ms,
- * < 0 = none): past it TDB_ERR_BUSY, nothing applied, fn not called. */
-int db_write_bounded(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx, int64_t stall_timeout_ms);
+/* ---- db/write.c: db_write_validated, db_write_bounded (db/db_txn.h) ---- */
 
 /* ---- db/manual.c: tdb_flush, tdb_compact; db/cf_api.c: tdb_create_cf, ... ---- */
 
-/* ---- db/db_iter.c ---- */
-/* The entries of an overlay (a transaction's own writes, internal keys with
- * sequence OVERLAY_SEQ) are always visible and shadow the database. */
-#define OVERLAY_SEQ (SEQ_MAX - 1)
-/* Iterator reading at `seq`, merged with `overlay` (may be NULL; ownership
- * taken). */
-int db_iter_create(tdb_t *db, tdb_cf_t *cf, uint64_t seq, iter_t *overlay, tdb_iter_t **out);
-/* The merged internal iterator under a user iterator. */
-iter_t *db_iter_internal(tdb_iter_t *it);
-/* Observe the user keys an iterator passes over (SERIALIZABLE range
- * tracking): fn(ctx, key) for seek targets and every key reached; fn(ctx,
- * NULL, dir) when iteration runs off an end (dir +1 forward, -1 backward). */
-typedef void (*db_iter_observer_fn)(void *ctx, const slice_t *key, int dir);
-void db_iter_set_observer(tdb_iter_t *it, db_iter_observer_fn fn, void *ctx);
-/* Call fn(ctx) when the iterator is destroyed. */
-void db_iter_set_destroy_hook(tdb_iter_t *it, void (*fn)(void *), void *ctx);
-/* 1 if a range tombstone visible to the iterator with sequence above
- * `since` overlaps the user keys [lo, hi] (NULL = unbounded), else 0. */
-int db_iter_range_dels_changed(tdb_iter_t *it, const slice_t *lo, const slice_t *hi, uint64_t since);
-
-/* ---- db/read.c ---- */
-/* Newest committed entry of key in cf (any type, incl. deletions and range
- * tombstones covering key): 1 and its sequence, 0 if the key has no entry,
- * <0 on error. */
-int db_latest_seq(tdb_t *db, tdb_cf_t *cf, slice_t key, uint64_t *seq);
-/* 1 if key's newest committed entry (or a covering range tombstone) has a
- * sequence above `since`, 0 if not, <0 on error. Skips the table lookup
- * when every table is older than `since` (the common case for a fresh
- * transaction), so commit-time conflict checks stay cheap. */
-int db_changed_since(tdb_t *db, tdb_cf_t *cf, slice_t key, uint64_t since);
-/* 1 if any entry with user key in [lo, hi] (NULL = unbounded), or any range
- * tombstone overlapping it, has a sequence above `since`, 0 if none, <0 on
- * error. */
-int db_range_changed(tdb_t *db, tdb_cf_t *cf, const slice_t *lo, const slice_t *hi, uint64_t since);
+/* ---- db/db_iter.c, db/read.c: the iterator and conflict-check functions of db/db_txn.h ---- */
 
 /* ---- db/open.c: open, recovery, close ---- */
 int db_recover(tdb_t *db, bool *created);

@@ -96,3 +96,26 @@ void db_cond_wait_us(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t us) {
 /* Wake the background workers: work may be available (mu held). */
 void db_maybe_schedule(tdb_t *db) { pthread_cond_broadcast(&db->bg_cv); }
 
+/* ---- what the transaction layer reads (db/db_txn.h) ---- */
+
+/* The newest sequence readers may see. */
+uint64_t db_visible_seq(tdb_t *db) { return atomic_load(&db->visible_seq); }
+
+/* A new transaction id (from 1). */
+uint64_t db_next_txn_id(tdb_t *db) { return atomic_fetch_add(&db->next_txn_id, 1) + 1; }
+
+/* The resolved memory budget, bytes. */
+size_t db_memory_budget(tdb_t *db) { return db->mem_budget; }
+
+/* The lock manager, created on first use (takes mu). */
+void *db_lock_mgr(tdb_t *db, void *(*create)(void), void (*free_fn)(void *), db_lock_counts_fn counts) {
+    pthread_mutex_lock(&db->mu);
+    if (!db->lock_mgr) {
+        db->lock_mgr = create();
+        db->lock_mgr_free = free_fn;
+        db->lock_mgr_counts = counts;
+    }
+    void *m = db->lock_mgr;
+    pthread_mutex_unlock(&db->mu);
+    return m;
+}

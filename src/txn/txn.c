@@ -24,12 +24,16 @@
  * One transaction is used by one thread at a time; tdb_txn_cancel_wait is
  * the only call allowed from another thread.
  */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "db/db_impl.h"
+#include "db/db_txn.h"
 #include "txn/lock_mgr.h"
 #include "txn/wbuf.h"
+#include "util/coding.h"
+#include "util/error.h"
 
 enum { TXN_ACTIVE, TXN_COMMITTED, TXN_ROLLED_BACK, TXN_FAILED };
 
@@ -115,17 +119,12 @@ static void txn_lock_counts(void *m, uint64_t *waits, uint64_t *deadlocks, uint6
     *timeouts = s.timeouts;
 }
 
+/* Create a lock manager for the db's slot. */
+static void *new_lock_mgr(void) { return lock_mgr_create(); }
+
 /* The database's lock manager, created on first use. */
 static lock_mgr_t *txn_lock_mgr(tdb_t *db) {
-    pthread_mutex_lock(&db->mu);
-    if (!db->lock_mgr) {
-        db->lock_mgr = lock_mgr_create();
-        db->lock_mgr_free = free_lock_mgr;
-        db->lock_mgr_counts = txn_lock_counts;
-    }
-    lock_mgr_t *m = (lock_mgr_t *)db->lock_mgr;
-    pthread_mutex_unlock(&db->mu);
-    return m;
+    return (lock_mgr_t *)db_lock_mgr(db, new_lock_mgr, free_lock_mgr, txn_lock_counts);
 }
 
 /* Start a run of the transaction with the given options. */
@@ -136,9 +135,9 @@ static int txn_start(tdb_txn_t *t, const tdb_txn_options_t *opts) {
     if (o.isolation < TDB_ISO_READ_UNCOMMITTED || o.isolation > TDB_ISO_SERIALIZABLE)
         return tdb_err(TDB_ERR_INVALID_ARG, "unknown isolation level %d", o.isolation);
     if (o.lock_timeout_ms < 0) return tdb_err(TDB_ERR_INVALID_ARG, "negative lock timeout");
-    if (o.max_bytes == 0) o.max_bytes = t->db->mem_budget / 4;
+    if (o.max_bytes == 0) o.max_bytes = db_memory_budget(t->db) / 4;
     t->opts = o;
-    t->id = atomic_fetch_add(&t->db->next_txn_id, 1) + 1;
+    t->id = db_next_txn_id(t->db);
     if (o.pessimistic && !t->locks) {
         lock_mgr_t *m = txn_lock_mgr(t->db);
         if (!m) return tdb_err(TDB_ERR_NOMEM, "lock manager");
@@ -150,7 +149,7 @@ static int txn_start(tdb_txn_t *t, const tdb_txn_options_t *opts) {
         if (!t->snap) return tdb_err(TDB_ERR_NOMEM, "snapshot");
         t->snap_seq = tdb_snapshot_sequence(t->snap);
     } else {
-        t->snap_seq = atomic_load(&t->db->visible_seq);
+        t->snap_seq = db_visible_seq(t->db);
     }
     t->state = TXN_ACTIVE;
     return TDB_OK;
@@ -218,7 +217,7 @@ static int note_cf(tdb_txn_t *t, tdb_cf_t *cf) {
 
 /* Record a read for commit-time validation. */
 static int track_read(tdb_txn_t *t, tdb_cf_t *cf, slice_t key) {
-    TDB_RET(put_fixed32(&t->reads, cf->id));
+    TDB_RET(put_fixed32(&t->reads, db_cf_id(cf)));
     return put_lenprefixed(&t->reads, key);
 }
 
@@ -226,7 +225,7 @@ static int track_read(tdb_txn_t *t, tdb_cf_t *cf, slice_t key) {
  * after the snapshot (the lock came too late to protect it). */
 static int lock_key(tdb_txn_t *t, tdb_cf_t *cf, slice_t key, int exclusive) {
     int64_t us = t->opts.lock_timeout_ms * 1000;
-    TDB_RET(lock_acquire(t->locks, cf->id, key, exclusive, us));
+    TDB_RET(lock_acquire(t->locks, db_cf_id(cf), key, exclusive, us));
     if (t->opts.isolation >= TDB_ISO_SNAPSHOT) {
         int r = db_changed_since(t->db, cf, key, t->snap_seq);
         if (r < 0) return r;
@@ -257,11 +256,11 @@ static int txn_write(tdb_txn_t *t, tdb_cf_t *cf, unsigned type, const void *key,
         buf_t v = {0};
         rc = put_fixed64(&v, (uint64_t)(db_now_unix() + ttl));
         if (rc == TDB_OK) rc = buf_append(&v, val, vlen);
-        if (rc == TDB_OK) rc = wbuf_put(t->wb, cf->id, k, KT_PUT_TTL, buf_slice(&v));
+        if (rc == TDB_OK) rc = wbuf_put(t->wb, db_cf_id(cf), k, KT_PUT_TTL, buf_slice(&v));
         buf_free(&v);
         return rc;
     }
-    return wbuf_put(t->wb, cf->id, k, type, slice_make(val, vlen));
+    return wbuf_put(t->wb, db_cf_id(cf), k, type, slice_make(val, vlen));
 err:
     return rc;
 }
@@ -284,7 +283,7 @@ int tdb_txn_single_delete(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t kl
 static int txn_read(tdb_txn_t *t, tdb_cf_t *cf, slice_t key, bool latest, void **val, size_t *vlen) {
     unsigned type;
     slice_t raw, v;
-    if (t->wb && wbuf_get(t->wb, cf->id, key, &type, &raw)) {
+    if (t->wb && wbuf_get(t->wb, db_cf_id(cf), key, &type, &raw)) {
         if (!kt_is_value(type) || !db_value_live(type, raw, db_now_unix(), &v)) return TDB_ERR_NOT_FOUND;
         char *p = (char *)malloc(v.size ? v.size : 1);
         if (!p) return tdb_err(TDB_ERR_NOMEM, "value");
@@ -383,14 +382,14 @@ int tdb_txn_iter_create(tdb_txn_t *t, tdb_cf_t *cf, tdb_iter_t **out) {
         r = (txn_range_t *)calloc(1, sizeof *r);
         if (!r) return tdb_err(TDB_ERR_NOMEM, "transaction");
         r->cf = cf;
-        r->cf_id = cf->id;
+        r->cf_id = db_cf_id(cf);
         r->empty = true;
         t->ranges[t->nranges++] = r;
     }
     if (!t->wb && !(t->wb = wbuf_create())) return tdb_err(TDB_ERR_NOMEM, "write buffer");
-    iter_t *overlay = wbuf_iter(t->wb, cf->id);
+    iter_t *overlay = wbuf_iter(t->wb, db_cf_id(cf));
     if (!overlay) return tdb_err(TDB_ERR_NOMEM, "transaction iterator");
-    uint64_t seq = uses_snapshot(t) ? t->snap_seq : atomic_load(&t->db->visible_seq);
+    uint64_t seq = uses_snapshot(t) ? t->snap_seq : db_visible_seq(t->db);
     rc = db_iter_create(t->db, cf, seq, overlay, out);
     if (rc != TDB_OK) return rc;
     if (r) db_iter_set_observer(*out, range_observe, r);
@@ -407,7 +406,7 @@ typedef struct build_ctx {
 /* Find the written family with this id. */
 static tdb_cf_t *txn_cf(const tdb_txn_t *t, uint32_t id) {
     for (int i = 0; i < t->ncfs; i++)
-        if (t->cfs[i]->id == id) return t->cfs[i];
+        if (db_cf_id(t->cfs[i]) == id) return t->cfs[i];
     return NULL;
 }
 
@@ -455,7 +454,7 @@ static int validate(void *ctx, tdb_t *db, const group_keys_t *earlier) {
         p = dec_lenprefixed(p + 4, end, &key);
         if (!p) return tdb_err(TDB_ERR_CORRUPTION, "transaction read set");
         tdb_cf_t *cf = cf_by_id(t->db, cf_id);
-        if (!cf || atomic_load(&cf->dropped)) continue;
+        if (!cf || db_cf_dropped(cf)) continue;
         int r = key_changed(&v, cf, cf_id, key);
         if (r < 0) return r;
         if (r) return tdb_err(TDB_ERR_CONFLICT, "a key this transaction read was committed after its snapshot");
@@ -463,7 +462,7 @@ static int validate(void *ctx, tdb_t *db, const group_keys_t *earlier) {
     for (int i = 0; i < t->nranges; i++) {
         txn_range_t *r = t->ranges[i];
         if (r->empty && !r->lo_inf && !r->hi_inf) continue;
-        if (atomic_load(&r->cf->dropped)) continue;
+        if (db_cf_dropped(r->cf)) continue;
         /* Writes of earlier group members are not yet visible to a range
          * check: be conservative. */
         if (earlier && earlier->n) return tdb_err(TDB_ERR_CONFLICT, "a range this transaction read may have changed");
