@@ -91,7 +91,7 @@ inject src/db/cf.c 'static void cycle(tdb_t *db, writer_t *w) { db_group_write(d
 run "cycle between files of src/db" fail 'src/db/cf.c:2: uses db_group_write of src/db/write_group.c, which comes after cf'
 
 fresh
-inject src/db/options.c '/* a comment naming db_group_write( is no call */'
+inject src/db/config.c '/* a comment naming db_group_write( is no call */'
 run "a function named in a comment" pass
 
 fresh

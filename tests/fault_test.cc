@@ -36,7 +36,7 @@
 #include "testutil.h"
 
 extern "C" {
-#include "db/db.h"
+#include "db/testing.h"
 #include "testing/env_fault.h"
 #include "version/manifest.h"
 #include "version/table_cache.h"

@@ -24,7 +24,7 @@
 #include "testutil.h"
 
 extern "C" {
-#include "db/db.h"
+#include "db/testing.h"
 }
 
 using tdbtest::Key;

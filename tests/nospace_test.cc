@@ -28,7 +28,7 @@
 #include "testutil.h"
 
 extern "C" {
-#include "db/db.h"
+#include "db/testing.h"
 }
 
 using tdbtest::TempDir;

@@ -45,6 +45,9 @@ extern "C" {
 #define TDB_MAX_VALUE_SIZE (256u * 1024u * 1024u) /* 256 MiB */
 #define TDB_MAX_CF_NAME    255                    /* bytes, without NUL */
 #define TDB_MAX_LEVELS     8                      /* on-disk levels 1..7 */
+/* Level numbers: TidesDB's level 1 (flushed tables, may overlap) is what
+ * RocksDB and LevelDB call L0, level 2 their L1, and so on; "level 0" is the
+ * queue of immutable memtables. docs/design/version.md, "Level names". */
 
 /* ---------------------------------------------------------------------- */
 /* Error codes: what a caller can act on.                                  */

@@ -248,7 +248,7 @@ struct tdb {
  * checked by scripts/check_layers.sh): a file calls only functions of the
  * files listed before it, so the file-level call graph has no cycle.
  *
- *   options, filename, batch, direct  (leaves)
+ *   config, filename, batch, direct  (leaves)
  *   <- state <- cf <- write_apply <- switch <- bg <- write_stall
  *   <- write_group <- write_direct <- write <- manual <- cf_api
  *   <- db_iter <- read <- open
@@ -257,7 +257,7 @@ struct tdb {
  * db_txn.h those the transaction layer uses too.
  */
 
-/* ---- db/options.c: settings, their validation, the info log, clock ---- */
+/* ---- db/config.c: settings, their validation, the info log, clock ---- */
 int db_validate_config(const tdb_config_t *cfg);
 int db_validate_cf_config(const tdb_cf_config_t *cfg);
 void db_log(tdb_t *db, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

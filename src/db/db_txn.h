@@ -49,7 +49,7 @@ tdb_cf_t *cf_by_id(tdb_t *db, uint32_t id); /* under mu (a validation) or during
 /* TDB_OK if cf is a live family of db, else an error. */
 int db_check_cf(tdb_t *db, tdb_cf_t *cf);
 
-/* ---- values (db/options.c) ---- */
+/* ---- values (db/config.c) ---- */
 int64_t db_now_unix(void);
 /* For a value of type t: strip the TTL prefix; returns 0 if expired. */
 int db_value_live(unsigned t, slice_t raw, int64_t now, slice_t *user_value);

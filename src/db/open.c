@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "db/db.h"
+#include "db/testing.h"
 #include "db/db_impl.h"
 #include "db/direct.h"
 #include "sst/sst.h"

@@ -244,11 +244,19 @@ typedef struct table_write_ctx {
  * if nothing is kept. On error
  * every output of this call is deleted and removed from edit. */
 int table_write_from_iter(iter_t *input, table_write_ctx_t *ctx, int out_level, version_edit_t *edit);
+/* The same with range tombstones supplied apart from the stream, pre[0,
+ * npre) sorted by start (a compaction's inputs' range-deletion blocks). */
+int table_write_merged(iter_t *input, const range_del_t *pre, size_t npre, table_write_ctx_t *ctx, int out_level,
+                       version_edit_t *edit);
+/* Undo what a failed compaction added to edit since n_add0 (its output
+ * tables deleted) and n_del0. */
+void table_write_undo(table_write_ctx_t *ctx, version_edit_t *edit, int n_add0, int n_del0);
 
-/* Run c: merge its inputs (read through tc), write with ctx (ctx->bottommost
- * is set from c), and add the deletion of every input to edit. Rewrites
- * even when c->trivial_move is set (callers use compaction_move then).
- * Runs without the db mutex. On error edit is left as it was. */
+/* (version/compaction_run.c) Run c: merge its inputs (read through tc),
+ * write with ctx (ctx->bottommost is set from c), and add the deletion of
+ * every input to edit. Rewrites even when c->trivial_move is set (callers
+ * use compaction_move then). Runs without the db mutex. On error edit is
+ * left as it was. */
 int compaction_run(compaction_t *c, table_cache_t *tc, table_write_ctx_t *ctx, version_edit_t *edit);
 
 #ifdef __cplusplus

@@ -1,8 +1,9 @@
 /*
  * version/table_write: writing an ordered stream of internal keys into new
- * tables (flush and compaction), applying the snapshot-stripe dropping
- * rule, range tombstones and single deletes, and running a picked
- * compaction. Rules are in compaction.h and docs/design/deletes.md.
+ * tables (the output of a flush and of a compaction), applying the
+ * snapshot-stripe dropping rule, range tombstones and single deletes.
+ * Running a picked compaction is version/compaction_run.c. Rules are in
+ * compaction.h and docs/design/deletes.md.
  *
  * Invariants
  *  - Runs without the db mutex; touches no shared state except the files it
@@ -254,7 +255,7 @@ static int any_range_del_to_keep(const tw_t *w) {
 
 /* Write input plus the pre-supplied tombstones pre[0, npre) (sorted by
  * start) into tables at out_level. */
-static int write_tables(iter_t *input, const range_del_t *pre, size_t npre, table_write_ctx_t *ctx, int out_level,
+int table_write_merged(iter_t *input, const range_del_t *pre, size_t npre, table_write_ctx_t *ctx, int out_level,
                         version_edit_t *edit) {
     int rc = TDB_OK;
     const int n_add0 = edit->n_add;
@@ -388,56 +389,16 @@ err:
 
 /* Write the visible contents of input into new tables at out_level. */
 int table_write_from_iter(iter_t *input, table_write_ctx_t *ctx, int out_level, version_edit_t *edit) {
-    return write_tables(input, NULL, 0, ctx, out_level, edit);
+    return table_write_merged(input, NULL, 0, ctx, out_level, edit);
 }
 
-/* Merge c's inputs into new tables and record the swap in edit. */
-int compaction_run(compaction_t *c, table_cache_t *tc, table_write_ctx_t *ctx, version_edit_t *edit) {
-    int rc = TDB_OK, n = 0;
-    const int n_add0 = edit->n_add, n_del0 = edit->n_del;
-    int total = c->nin[0] + c->nin[1];
-    iter_t **children = NULL, *merged = NULL;
-    rd_list_t rd = {0};
-
-    if (total == 0) return TDB_OK;
-    children = (iter_t **)calloc((size_t)total, sizeof *children);
-    if (!children) RAISE(TDB_ERR_NOMEM, "compaction: %d inputs", total);
-    for (int k = 0; k < 2; k++) {
-        for (int i = 0; i < c->nin[k]; i++) {
-            sst_reader_t *r = NULL;
-            TRY(table_cache_get(tc, c->in[k][i]->number, &r));
-            const range_del_t *t;
-            size_t nt = sst_reader_range_dels(r, &t);
-            for (size_t j = 0; j < nt && rc == TDB_OK; j++) rc = rd_list_add(&rd, t[j].start, t[j].end, t[j].seq);
-            children[n] = rc == TDB_OK ? sst_reader_iter(r) : NULL;
-            sst_reader_unref(r); /* the iterator holds its own reference */
-            if (rc != TDB_OK) goto err;
-            if (!children[n]) RAISE(TDB_ERR_NOMEM, "compaction: table iterator");
-            n++;
-        }
+/* Take the tables added to edit since n_add0 out again and delete them;
+ * drop the deletions recorded since n_del0. */
+void table_write_undo(table_write_ctx_t *ctx, version_edit_t *edit, int n_add0, int n_del0) {
+    while (edit->n_add > n_add0) {
+        file_meta_t *f = edit->add[--edit->n_add].f;
+        remove_table(ctx, f->number);
+        file_meta_unref(f);
     }
-    merged = iter_merge(children, n, ikey_compare);
-    n = 0; /* children now belong to the merge (or were destroyed) */
-    if (!merged) RAISE(TDB_ERR_NOMEM, "compaction: merging iterator");
-
-    /* Pieces of one tombstone cut by earlier outputs join again. */
-    rd.n = rd_coalesce(rd.v, rd.n);
-    ctx->bottommost = c->bottommost;
-    TRY(write_tables(merged, rd.v, rd.n, ctx, c->output_level, edit));
-    for (int i = 0; i < c->nin[0]; i++) TRY(version_edit_del(edit, c->level, c->in[0][i]->number));
-    for (int i = 0; i < c->nin[1]; i++) TRY(version_edit_del(edit, c->output_level, c->in[1][i]->number));
-err:
-    if (rc != TDB_OK) {
-        while (edit->n_add > n_add0) {
-            file_meta_t *f = edit->add[--edit->n_add].f;
-            remove_table(ctx, f->number);
-            file_meta_unref(f);
-        }
-        edit->n_del = n_del0;
-    }
-    iter_destroy(merged);
-    while (n > 0) iter_destroy(children[--n]);
-    free(children);
-    rd_list_free(&rd);
-    return rc;
+    edit->n_del = n_del0;
 }

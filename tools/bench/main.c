@@ -14,7 +14,7 @@
  *    killed and reported; the other engines go on.
  */
 #include "bench.h"
-#include "options.h"
+#include "bench_flags.h"
 #include "report.h"
 #include "sysstat.h"
 #include "workload.h"

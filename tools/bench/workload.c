@@ -11,7 +11,7 @@
 #include "workload.h"
 
 #include "histogram.h"
-#include "keyval.h"
+#include "bench_keys.h"
 #include "sysstat.h"
 
 #include <pthread.h>

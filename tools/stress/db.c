@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "db/db.h"
+#include "db/testing.h"
 #include "dbcheck.h"
 #include "stress.h"
 

@@ -1,4 +1,4 @@
-/* db/options: configuration defaults, validation and the info log. */
+/* db/config: settings (defaults, validation, derived), the info log, the clock. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

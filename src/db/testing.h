@@ -1,9 +1,12 @@
 /*
- * db/db.h: internal entry points for tests and tools that need more than
- * the public API (a replaced filesystem environment). Includable from C++.
+ * db/testing.h: the db's entry points for tests and tools that need more
+ * than the public API: opening over a replaced filesystem environment (the
+ * fault-injecting env of src/testing) and reading the sticky background
+ * error. Not part of the API a user links against (hidden in
+ * libtidesdb.so). Includable from C++.
  */
-#ifndef TDB_DB_DB_H
-#define TDB_DB_DB_H
+#ifndef TDB_DB_TESTING_H
+#define TDB_DB_TESTING_H
 
 #include "env/env.h"
 #include "tidesdb/tidesdb.h"

@@ -1,8 +1,8 @@
 /*
- * keyval.c: key encoding, value pool, random numbers and the live-key set
- * (see keyval.h).
+ * bench_keys.c: key encoding, value pool, random numbers and the live-key set
+ * (see bench_keys.h).
  */
-#include "keyval.h"
+#include "bench_keys.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * keyval.h: the keys, values and random numbers every engine is fed.
+ * bench_keys.h: the keys, values and random numbers every engine is fed.
  *
  * Keys: key index i in [0, num) is written as 8 big-endian bytes and padded
  * to key_size with '0' bytes, as RocksDB's db_bench does, so byte order

@@ -1,5 +1,5 @@
 /*
- * keyval: the keys and values tdb_stress writes. A key is "k" + the
+ * stress_keys: the keys and values tdb_stress writes. A key is "k" + the
  * 10-digit key index + a 0..15 byte suffix derived from the index (so keys
  * have several lengths and still sort by index). A value is
  *   fixed32 gen | fixed32 key index | u8 family | filler

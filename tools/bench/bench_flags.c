@@ -1,8 +1,8 @@
 /*
- * options.c: tdb_bench's command-line flags (db_bench style: --name=value
+ * bench_flags.c: tdb_bench's command-line flags (db_bench style: --name=value
  * or --name value), their defaults and help text.
  */
-#include "options.h"
+#include "bench_flags.h"
 
 #include "workload.h"
 

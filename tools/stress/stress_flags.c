@@ -1,4 +1,4 @@
-/* options: tdb_stress command-line flags (--name=value or --name value). */
+/* stress_flags: tdb_stress command-line flags (--name=value or --name value). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * options.h: tdb_bench's flags.
+ * bench_flags.h: tdb_bench's flags.
  */
 #ifndef TDB_BENCH_OPTIONS_H
 #define TDB_BENCH_OPTIONS_H
