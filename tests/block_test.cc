@@ -15,21 +15,15 @@ extern "C" {
 #include "util/ikey.h"
 }
 
+#include "keys_testutil.h"
 #include "testutil.h"
 
 namespace {
 
 using KV = std::pair<std::string, std::string>;
 
-std::string IKey(const std::string &user, uint64_t seq, unsigned type) {
-    std::string k = user;
-    char t[8];
-    enc_fixed64(t, ikey_pack(seq, type));
-    k.append(t, 8);
-    return k;
-}
 
-slice_t S(const std::string &s) { return slice_make(s.data(), s.size()); }
+using tdbtest::S;
 std::string Str(slice_t s) { return std::string(s.data, s.size); }
 
 int Cmp(slice_t a, slice_t b) { return sst_key_cmp(a, b); }
@@ -43,7 +37,7 @@ std::vector<KV> MakeEntries(size_t n_users, uint32_t seed, size_t vsize = 20) {
         int versions = 1 + (int)(rng() % 3);
         uint64_t seq = 1000000 - i * 10;
         for (int v = 0; v < versions; v++) {
-            out.emplace_back(IKey(u, seq - (uint64_t)v, KT_PUT), tdbtest::Value(rng(), rng() % (vsize + 1)));
+            out.emplace_back(tdbtest::IK(u, seq - (uint64_t)v, KT_PUT), tdbtest::Value(rng(), rng() % (vsize + 1)));
         }
     }
     return out;
@@ -109,12 +103,12 @@ TEST_P(BlockTest, SeekSemantics) {
     for (size_t i = 0; i < kvs.size(); i++) {
         slice_t k = S(kvs[i].first);
         std::string u = Str(ikey_user(k));
-        block_iter_seek(&it, S(IKey(u, ikey_seq(k), KT_SEEK)));
+        block_iter_seek(&it, S(tdbtest::IK(u, ikey_seq(k), KT_SEEK)));
         ASSERT_TRUE(block_iter_valid(&it));
         ASSERT_EQ(kvs[i].first, Str(block_iter_key(&it)));
         // A user key between two present ones lands on the next user key.
         std::string between = u + "x";
-        block_iter_seek(&it, S(IKey(between, SEQ_MAX, KT_SEEK)));
+        block_iter_seek(&it, S(tdbtest::IK(between, SEQ_MAX, KT_SEEK)));
         size_t j = i;
         while (j < kvs.size() && Str(ikey_user(S(kvs[j].first))) == u) j++;
         if (j == kvs.size()) {
@@ -124,10 +118,10 @@ TEST_P(BlockTest, SeekSemantics) {
             ASSERT_EQ(kvs[j].first, Str(block_iter_key(&it)));
         }
     }
-    block_iter_seek(&it, S(IKey("", SEQ_MAX, KT_SEEK)));
+    block_iter_seek(&it, S(tdbtest::IK("", SEQ_MAX, KT_SEEK)));
     ASSERT_TRUE(block_iter_valid(&it));
     EXPECT_EQ(kvs[0].first, Str(block_iter_key(&it)));
-    block_iter_seek(&it, S(IKey("z", SEQ_MAX, KT_SEEK)));
+    block_iter_seek(&it, S(tdbtest::IK("z", SEQ_MAX, KT_SEEK)));
     EXPECT_FALSE(block_iter_valid(&it));
     EXPECT_EQ(TDB_OK, block_iter_status(&it));
     block_iter_free(&it);
@@ -200,7 +194,7 @@ TEST(Block, EmptyBlock) {
     EXPECT_FALSE(block_iter_valid(&it));
     block_iter_seek_to_last(&it);
     EXPECT_FALSE(block_iter_valid(&it));
-    block_iter_seek(&it, S(IKey("a", 1, KT_PUT)));
+    block_iter_seek(&it, S(tdbtest::IK("a", 1, KT_PUT)));
     EXPECT_FALSE(block_iter_valid(&it));
     EXPECT_EQ(TDB_OK, block_iter_status(&it));
     block_iter_free(&it);
@@ -211,7 +205,7 @@ TEST(Block, LongKeysUseHeapBuffer) {
     for (int i = 0; i < 50; i++) {
         std::string u(300 + i * 40, 'p');
         u += tdbtest::Key(i);
-        kvs.emplace_back(IKey(u, 5, KT_PUT), tdbtest::Value(i, 10));
+        kvs.emplace_back(tdbtest::IK(u, 5, KT_PUT), tdbtest::Value(i, 10));
     }
     std::sort(kvs.begin(), kvs.end(), [](const KV &a, const KV &b) { return Cmp(S(a.first), S(b.first)) < 0; });
     std::string blk = Build(kvs, 4);
@@ -300,7 +294,7 @@ TEST(Block, PrefetchHintsChangeNothing) {
         ASSERT_EQ(TDB_OK, block_iter_set(&b, S(blk)));
         for (int i = 0; i < 500; i++) {
             std::string u = tdbtest::Key(rng() % 650, 12);
-            std::string t = IKey(u, rng() % 2 ? SEQ_MAX : 1000000 - rng() % 2000, KT_SEEK);
+            std::string t = tdbtest::IK(u, rng() % 2 ? SEQ_MAX : 1000000 - rng() % 2000, KT_SEEK);
             int stages = 0;
             while (block_iter_prefetch_seek(&a, S(t), stages)) stages++;
             EXPECT_EQ(1, stages);

@@ -6,6 +6,7 @@
 #include <random>
 #include <string>
 
+#include "keys_testutil.h"
 #include "testutil.h"
 
 extern "C" {
@@ -16,7 +17,7 @@ extern "C" {
 
 namespace {
 
-slice_t S(const std::string &s) { return slice_make(s.data(), s.size()); }
+using tdbtest::S;
 
 // Build a filter over Key(0..n-1) at the given fpr.
 std::string Build(double fpr, uint64_t n, uint64_t base = 0) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "keys_testutil.h"
 #include "testutil.h"
 
 extern "C" {
@@ -30,15 +31,9 @@ extern "C" {
 
 namespace {
 
-std::string IK(const std::string &uk, uint64_t seq, unsigned type = KT_PUT) {
-    std::string s = uk;
-    char t[8];
-    enc_fixed64(t, ikey_pack(seq, type));
-    s.append(t, 8);
-    return s;
-}
+using tdbtest::IK;
 
-slice_t S(const std::string &s) { return slice_make(s.data(), s.size()); }
+using tdbtest::S;
 
 std::string TTLValue(uint64_t expiry, const std::string &v) {
     char t[8];

@@ -48,12 +48,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Slurp(const std::string &path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
+using tdbtest::Slurp;
 
 bool Exists(const std::string &p) { return fs::exists(p); }
 

@@ -183,10 +183,7 @@ TEST(IterErrorTest, InjectedReadErrorsStopTheIteratorWithTheError) {
     }
 }
 
-std::string Slurp(const std::string &path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+using tdbtest::Slurp;
 
 void Spit(const std::string &path, const std::string &data) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);

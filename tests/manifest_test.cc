@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "keys_testutil.h"
 #include "manifest_testutil.h"
 #include "testutil.h"
 #include "tidesdb/tidesdb.h"
@@ -32,15 +33,9 @@ extern "C" {
 
 namespace {
 
-std::string IK(const std::string &uk, uint64_t seq, unsigned type = KT_PUT) {
-    std::string s = uk;
-    char t[8];
-    enc_fixed64(t, ikey_pack(seq, type));
-    s.append(t, 8);
-    return s;
-}
+using tdbtest::IK;
 
-slice_t S(const std::string &s) { return slice_make(s.data(), s.size()); }
+using tdbtest::S;
 
 file_meta_t *MakeFile(uint64_t number, const std::string &lo, const std::string &hi, uint64_t min_seq,
                       uint64_t max_seq, uint64_t size = 1000, uint64_t entries = 10, uint64_t deletes = 2) {

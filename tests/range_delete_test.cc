@@ -16,6 +16,7 @@
 
 #include "db_fixture.h"
 #include "delete_testutil.h"
+#include "keys_testutil.h"
 #include "testutil.h"
 #include "tidesdb/tidesdb.h"
 
@@ -35,7 +36,7 @@ namespace {
 
 using Model = std::map<std::string, std::string>;
 
-slice_t S(const std::string &s) { return slice_make(s.data(), s.size()); }
+using tdbtest::S;
 
 // The iterator's current key (tdb_iter_key sets the length it returns).
 std::string IterKey(tdb_iter_t *it) {

@@ -24,6 +24,7 @@ extern "C" {
 #include "util/iter.h"
 }
 
+#include "keys_testutil.h"
 #include "testutil.h"
 
 namespace {
@@ -46,10 +47,7 @@ struct Entry {
     }
 };
 
-std::string IKey(const std::string &user, uint64_t seq, unsigned type) {
-    return Entry{user, seq, type, ""}.ikey();
-}
-slice_t S(const std::string &s) { return slice_make(s.data(), s.size()); }
+using tdbtest::S;
 std::string Str(slice_t s) { return std::string(s.data, s.size); }
 std::string Str(const buf_t &b) { return std::string(b.data, b.size); }
 
@@ -456,19 +454,19 @@ TEST(Sst, MisuseIsInvalidArg) {
     struct Case {
         std::string first, second;
     } cases[] = {
-        {IKey("b", 5, KT_PUT), IKey("a", 5, KT_PUT)},
-        {IKey("a", 5, KT_PUT), IKey("a", 6, KT_PUT)},  // newer after older
-        {IKey("a", 5, KT_PUT), IKey("a", 5, KT_PUT)},
-        {IKey("a", 5, KT_PUT), IKey("b", 5, KT_SEEK)},
-        {IKey("a", 5, KT_PUT), IKey("b", 5, KT_PUT | 0x80)},
-        {IKey("a", 5, KT_PUT), std::string("short")},
+        {tdbtest::IK("b", 5, KT_PUT), tdbtest::IK("a", 5, KT_PUT)},
+        {tdbtest::IK("a", 5, KT_PUT), tdbtest::IK("a", 6, KT_PUT)},  // newer after older
+        {tdbtest::IK("a", 5, KT_PUT), tdbtest::IK("a", 5, KT_PUT)},
+        {tdbtest::IK("a", 5, KT_PUT), tdbtest::IK("b", 5, KT_SEEK)},
+        {tdbtest::IK("a", 5, KT_PUT), tdbtest::IK("b", 5, KT_PUT | 0x80)},
+        {tdbtest::IK("a", 5, KT_PUT), std::string("short")},
     };
     for (auto &c : cases) {
         ASSERT_EQ(TDB_OK, sst_builder_open(env_posix(), dir.file("x.sst").c_str(), &o, &b));
         ASSERT_EQ(TDB_OK, sst_builder_add(b, S(c.first), S(std::string("v"))));
         EXPECT_EQ(TDB_ERR_INVALID_ARG, sst_builder_add(b, S(c.second), S(std::string("v"))));
         // The error is sticky.
-        EXPECT_EQ(TDB_ERR_INVALID_ARG, sst_builder_add(b, S(IKey("zz", 1, KT_PUT)), S(std::string("v"))));
+        EXPECT_EQ(TDB_ERR_INVALID_ARG, sst_builder_add(b, S(tdbtest::IK("zz", 1, KT_PUT)), S(std::string("v"))));
         sst_builder_abandon(b);
     }
     o.compression = 77;
@@ -493,7 +491,7 @@ TEST(Sst, EmptyTable) {
     EXPECT_FALSE(iter_valid(it));
     iter_seek_to_last(it);
     EXPECT_FALSE(iter_valid(it));
-    iter_seek(it, S(IKey("a", 1, KT_SEEK)));
+    iter_seek(it, S(tdbtest::IK("a", 1, KT_SEEK)));
     EXPECT_FALSE(iter_valid(it));
     EXPECT_EQ(TDB_OK, iter_status(it));
     iter_destroy(it);
@@ -669,7 +667,7 @@ TEST(Sst, PropertiesSkipUnknownFields) {
     p.num_deletes = 2;
     p.max_seq = 99;
     p.compression = TDB_COMPRESS_ZSTD;
-    std::string small = IKey("a", 1, KT_PUT);
+    std::string small = tdbtest::IK("a", 1, KT_PUT);
     buf_append(&p.smallest, small.data(), small.size());
     sst_props_ext_t x{3, 4096, 0, 1, {0, 0}};
     buf_t enc{};
@@ -713,7 +711,7 @@ TEST(Sst, DISABLED_Perf) {
     const size_t n = 1000000;
     std::vector<std::string> keys(n), vals(n);
     for (size_t i = 0; i < n; i++) {
-        keys[i] = IKey(Key(i), i + 1, KT_PUT);
+        keys[i] = tdbtest::IK(Key(i), i + 1, KT_PUT);
         vals[i] = Value(i, 100);
     }
     sst_options_t o = Opts(TDB_COMPRESS_LZ4, 4096, 0.01, 512);
@@ -874,8 +872,8 @@ TEST(Sst, TombstoneOnlyTable) {
     EXPECT_EQ(3u, props.num_range_deletes);
     EXPECT_EQ(4u, props.min_seq);
     EXPECT_EQ(9u, props.max_seq);
-    EXPECT_EQ(IKey("a", 4, KT_RANGE_DELETE), Str(props.smallest));
-    EXPECT_EQ(IKey("p", SEQ_MAX, KT_RANGE_DELETE), Str(props.largest));  // sentinel: nothing at p
+    EXPECT_EQ(tdbtest::IK("a", 4, KT_RANGE_DELETE), Str(props.smallest));
+    EXPECT_EQ(tdbtest::IK("p", SEQ_MAX, KT_RANGE_DELETE), Str(props.largest));  // sentinel: nothing at p
     sst_props_free(&props);
     sst_reader_t *r = nullptr;
     ASSERT_EQ(TDB_OK, sst_reader_open(env_posix(), path.c_str(), 1, nullptr, &r)) << tdb_last_error();
@@ -899,7 +897,7 @@ TEST(Sst, TombstoneOnlyTable) {
     // Only the exact bound form: a tombstone ending in "\0" bounds the
     // table by its predecessor.
     BuildWithTombs(path, {}, {{"b", std::string("b\0", 2), 7}}, &props);
-    EXPECT_EQ(IKey("b", 0, KT_RANGE_DELETE), Str(props.largest));
+    EXPECT_EQ(tdbtest::IK("b", 0, KT_RANGE_DELETE), Str(props.largest));
     sst_props_free(&props);
 }
 
@@ -908,7 +906,7 @@ TEST(Sst, RangeDelMisuse) {
     sst_options_t o = Opts(TDB_COMPRESS_NONE, 4096);
     sst_builder_t *b = nullptr;
     ASSERT_EQ(TDB_OK, sst_builder_open(env_posix(), dir.file("x.sst").c_str(), &o, &b));
-    EXPECT_EQ(TDB_ERR_INVALID_ARG, sst_builder_add(b, S(IKey("a", 5, KT_RANGE_DELETE)), S(std::string("b"))));
+    EXPECT_EQ(TDB_ERR_INVALID_ARG, sst_builder_add(b, S(tdbtest::IK("a", 5, KT_RANGE_DELETE)), S(std::string("b"))));
     sst_builder_abandon(b);
     ASSERT_EQ(TDB_OK, sst_builder_open(env_posix(), dir.file("x.sst").c_str(), &o, &b));
     EXPECT_EQ(TDB_ERR_INVALID_ARG, sst_builder_add_range_del(b, S("b"), S("a"), 5));
@@ -997,7 +995,7 @@ TEST(Sst, MergedSeeksOverPreparedTablesMatchTheReference) {
             for (int i = 0; i < 3000; i++) {
                 uint64_t u = rng() % 4200;  // odd keys absent, some past the end
                 uint64_t snap = rng() % 2 ? SEQ_MAX : 10 + rng() % 20000;
-                std::string t = IKey(Key(u), snap, KT_SEEK);
+                std::string t = tdbtest::IK(Key(u), snap, KT_SEEK);
                 Entry probe{Key(u), snap, KT_SEEK, ""};
                 auto want = std::lower_bound(tt.all.begin(), tt.all.end(), probe, Less);
                 iter_seek(m, S(t));
@@ -1018,7 +1016,7 @@ TEST(Sst, MergedSeeksOverPreparedTablesMatchTheReference) {
             // Prepared for one target, sought to another: the seek ignores
             // the preparation.
             iter_t *it = sst_reader_iter(tt.r[0]);
-            std::string t1 = IKey(Key(100), SEQ_MAX, KT_SEEK), t2 = IKey(Key(3000), SEQ_MAX, KT_SEEK);
+            std::string t1 = tdbtest::IK(Key(100), SEQ_MAX, KT_SEEK), t2 = tdbtest::IK(Key(3000), SEQ_MAX, KT_SEEK);
             for (int stage = 0; it->ops->seek_prepare(it, S(t1), stage); stage++) {
             }
             iter_seek(it, S(t2));
@@ -1045,7 +1043,7 @@ TEST(Sst, MergedSeekIntoADamagedBlockIsCorruption) {
         f.put((char)(c ^ 0x41));
     }
     iter_t *m = tt.Merge();
-    std::string t = IKey(Key(0), SEQ_MAX, KT_SEEK);
+    std::string t = tdbtest::IK(Key(0), SEQ_MAX, KT_SEEK);
     iter_seek(m, S(t));
     EXPECT_FALSE(iter_valid(m));
     EXPECT_EQ(TDB_ERR_CORRUPTION, iter_status(m));

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 namespace tdbtest {
 
@@ -33,6 +35,11 @@ std::string Value(uint64_t i, size_t n) {
         v[j] = (char)('a' + (x % 26));
     }
     return v;
+}
+
+std::string Slurp(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 }  // namespace tdbtest

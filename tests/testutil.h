@@ -23,5 +23,7 @@ class TempDir {
 std::string Key(uint64_t i, int width = 16);
 // Deterministic pseudo-random value of n bytes derived from i.
 std::string Value(uint64_t i, size_t n = 100);
+// The whole content of the file at path ("" if it cannot be read).
+std::string Slurp(const std::string &path);
 
 }  // namespace tdbtest

@@ -28,12 +28,7 @@ using tdbtest::TempDir;
 
 namespace {
 
-std::string Slurp(const std::string &path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
+using tdbtest::Slurp;
 
 void Spit(const std::string &path, const std::string &data) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
