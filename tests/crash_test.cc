@@ -139,16 +139,15 @@ void KillLoop(int sync, int cycles, bool require_acked) {
     for (int cycle = 0; cycle < cycles; cycle++) {
         for (int w = 0; w < kWriters; w++) sh->acked[w].store((uint64_t)next_start[w]);
         sh->ready.store(0);
-        pid_t pid = fork();
-        ASSERT_GE(pid, 0);
-        if (pid == 0) ChildWrite(dir.path(), sync, sh, next_start);
-        auto t0 = std::chrono::steady_clock::now();
-        while (!sh->ready.load() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30))
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        std::this_thread::sleep_for(std::chrono::milliseconds(200 + rng() % 800));
-        kill(pid, SIGKILL);
-        int status;
-        waitpid(pid, &status, 0);
+        auto child = [&] { ChildWrite(dir.path(), sync, sh, next_start); };
+        auto wait = [&] {  // until the child writes, then a random moment
+            auto t0 = std::chrono::steady_clock::now();
+            while (!sh->ready.load() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30))
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            std::this_thread::sleep_for(std::chrono::milliseconds(200 + rng() % 800));
+        };
+        int status = tdbtest::KillNine(child, wait);
+        ASSERT_NE(status, -1) << "fork failed";
         ASSERT_TRUE(WIFSIGNALED(status)) << "child exited early with " << WEXITSTATUS(status);
         tdb_config_t c = CrashConfig(sync);
         tdb_t *db;

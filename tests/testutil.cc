@@ -1,5 +1,9 @@
 #include "testutil.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -40,6 +44,20 @@ std::string Value(uint64_t i, size_t n) {
 std::string Slurp(const std::string &path) {
     std::ifstream in(path, std::ios::binary);
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+int KillNine(const std::function<void()> &child, const std::function<void()> &before_kill) {
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        child();
+        _exit(0);
+    }
+    before_kill();
+    kill(pid, SIGKILL);
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid) return -1;
+    return status;
 }
 
 }  // namespace tdbtest

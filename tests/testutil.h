@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace tdbtest {
@@ -25,5 +26,13 @@ std::string Key(uint64_t i, int width = 16);
 std::string Value(uint64_t i, size_t n = 100);
 // The whole content of the file at path ("" if it cannot be read).
 std::string Slurp(const std::string &path);
+
+// The kill -9 harness of the crash tests: fork; the child runs child()
+// (meant to be killed while it works; it exits 0 if child() returns); the
+// parent runs before_kill() (a sleep, or a wait until the child is busy),
+// sends SIGKILL and reaps the child. Returns the child's wait status
+// (WIFSIGNALED if the kill landed first), -1 if fork failed. The caller
+// then reopens whatever the child left and checks it.
+int KillNine(const std::function<void()> &child, const std::function<void()> &before_kill);
 
 }  // namespace tdbtest

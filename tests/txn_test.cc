@@ -682,9 +682,7 @@ TEST_F(TxnBackPressureTest, BusyOptimisticCommitCanRollBack) {
 TEST(TxnCrash, BankTotalSurvivesKillNine) {
     TempDir dir;
     for (int cycle = 0; cycle < 3; cycle++) {
-        pid_t pid = fork();
-        ASSERT_GE(pid, 0);
-        if (pid == 0) {
+        auto child = [&] {
             tdb_config_t c;
             tdb_config_default(&c);
             c.default_cf.write_buffer_size = 128 << 10;
@@ -717,11 +715,10 @@ TEST(TxnCrash, BankTotalSurvivesKillNine) {
                 });
             for (auto &t : ts) t.join();
             _exit(0);
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(400 + cycle * 300));
-        kill(pid, SIGKILL);
-        int st;
-        waitpid(pid, &st, 0);
+        };
+        auto wait = [&] { std::this_thread::sleep_for(std::chrono::milliseconds(400 + cycle * 300)); };
+        int st = tdbtest::KillNine(child, wait);
+        ASSERT_NE(st, -1) << "fork failed";
         tdb_config_t c;
         tdb_config_default(&c);
         c.log_level = TDB_LOG_WARN;

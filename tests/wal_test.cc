@@ -757,9 +757,7 @@ TEST(Wal, KilledMidAppendLeavesOnlyATornTail) {
     std::mt19937_64 rng(77);
     for (int round = 0; round < 60; round++) {
         std::string path = d.file("k" + std::to_string(round) + ".log");
-        pid_t pid = fork();
-        ASSERT_GE(pid, 0);
-        if (pid == 0) {
+        auto child = [&] {
             wal_writer_t *w = nullptr;
             if (wal_writer_open(env_posix(), path.c_str(), &w) != TDB_OK) _exit(2);
             std::mt19937_64 crng(round);
@@ -774,11 +772,9 @@ TEST(Wal, KilledMidAppendLeavesOnlyATornTail) {
                 }
                 if (wal_writer_add(w, s.data(), n) != TDB_OK) _exit(3);
             }
-        }
-        usleep((useconds_t)(2000 + rng() % 20000));
-        kill(pid, SIGKILL);
-        int status;
-        waitpid(pid, &status, 0);
+        };
+        int status = tdbtest::KillNine(child, [&] { usleep((useconds_t)(2000 + rng() % 20000)); });
+        ASSERT_NE(status, -1) << "fork failed";
         ASSERT_TRUE(WIFSIGNALED(status)) << "writer exited with " << WEXITSTATUS(status);
         ReadResult res = ReadLog(path);
         ASSERT_EQ(TDB_ERR_NOT_FOUND, res.rc) << "round " << round << ": " << res.detail;

@@ -63,17 +63,14 @@ TEST_F(StressTest, KillNineAtRandomMomentsThenVerify) {
     std::mt19937 rng(3);
     for (int cycle = 0; cycle < 6; cycle++) {
         std::string flags = Flags(cycle % 2 ? "--sync=full --ops=0 --duration=60" : "--ops=0 --duration=60");
-        pid_t pid = fork();
-        ASSERT_GE(pid, 0);
-        if (pid == 0) {
-            std::string cmd = std::string(TDB_STRESS_BIN) + " " + flags + " >/dev/null 2>&1";
-            execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), (char *)nullptr);
-            _exit(127);
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 700));
-        kill(pid, SIGKILL);
-        int st;
-        waitpid(pid, &st, 0);
+        int st = tdbtest::KillNine(
+            [&] {
+                std::string cmd = std::string(TDB_STRESS_BIN) + " " + flags + " >/dev/null 2>&1";
+                execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), (char *)nullptr);
+                _exit(127);
+            },
+            [&] { std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 700)); });
+        ASSERT_NE(st, -1) << "fork failed";
         ASSERT_TRUE(WIFSIGNALED(st)) << "tdb_stress ended by itself with " << WEXITSTATUS(st);
         Result r = Stress(Flags("--verify_only"));
         ASSERT_EQ(r.status, 0) << "cycle " << cycle << ":\n" << r.out;
