@@ -185,6 +185,26 @@ func (g GoTPC) Run(ctx context.Context, threads int, d, interval time.Duration, 
 	return ParseRun(out, interval)
 }
 
+// CheckThreads is how many threads run go-tpc's consistency check: the
+// run's users, at most one per core (at least 2). Its queries are CPU-bound
+// (more threads than cores only interleave them), and each materializes a
+// derived table of order_line or history in MariaDB's temporary tables,
+// memory no engine setting bounds: with 8 at once a 16-warehouse server
+// under a 768 MiB limit lost ~200 MiB to them and was OOM-killed.
+func CheckThreads(runVU, cpus int) int {
+	n := cpus
+	if n < 2 {
+		n = 2
+	}
+	if runVU < n {
+		n = runVU
+	}
+	if n < 1 {
+		n = 1
+	}
+	return n
+}
+
 // Check runs go-tpc's consistency check.
 func (g GoTPC) Check(ctx context.Context, threads int, log string) (int, error) {
 	out, err := g.exec(ctx, time.Duration(300+g.Warehouses*60)*time.Second, log, append(g.args(threads), "check"))

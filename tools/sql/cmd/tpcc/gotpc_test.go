@@ -88,3 +88,19 @@ func TestGoTPCArguments(t *testing.T) {
 		t.Error("action")
 	}
 }
+
+func TestCheckThreads(t *testing.T) {
+	cases := []struct{ runVU, cpus, want int }{
+		{8, 2, 2},  // this machine: one per core
+		{8, 1, 2},  // never below 2 while there are users for them
+		{4, 16, 4}, // never more than the run's users
+		{1, 2, 1},
+		{8, 8, 8},
+		{0, 2, 1},
+	}
+	for _, c := range cases {
+		if got := CheckThreads(c.runVU, c.cpus); got != c.want {
+			t.Errorf("CheckThreads(%d, %d) = %d, want %d", c.runVU, c.cpus, got, c.want)
+		}
+	}
+}

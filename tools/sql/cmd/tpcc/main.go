@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -433,7 +434,7 @@ func (rn *runner) engine(ctx context.Context, vi int, engine string, first, coun
 			rn.tr.Printf("NOPM %.0f, TPM %.0f, %d errors; checking consistency", res.Out.TPMC, res.Out.TPMTotal, res.Out.Errors())
 			err = historyIndex(ctx, s.Server)
 			if err == nil {
-				res.Conditions, err = g.Check(ctx, o.runVU, filepath.Join(rn.logs, name+"_check.log"))
+				res.Conditions, err = g.Check(ctx, CheckThreads(o.runVU, runtime.NumCPU()), filepath.Join(rn.logs, name+"_check.log"))
 			}
 		}
 		res.DataBytes = s.EngineDataBytes(engine, dbName)

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,6 +103,7 @@ func writeResults(o options, stamp string, rn *runner) error {
 	}
 	notes := append([]string{}, rn.Notes...)
 	notes = append(notes, "before the first check, history gets an index on (h_c_w_id, h_c_d_id, h_c_id) on every engine: go-tpc's check 3.3.2.10 scans it per customer")
+	notes = append(notes, fmt.Sprintf("the check runs with %d threads (the run's users, at most one per core): its queries are CPU-bound and each fills a MariaDB temporary table", CheckThreads(o.runVU, runtime.NumCPU())))
 	notes = append(notes, rn.MemoryLines(o.engines)...)
 	notes = append(notes, rn.BuildLines(o.engines)...)
 	md := Markdown(o, stamp, rn.results, notes)
