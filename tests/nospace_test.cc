@@ -276,7 +276,8 @@ class SmallFs {
 // Fill an 8 MiB tmpfs (1 KiB values, FULL sync, plain POSIX env) until a
 // write is refused: it must be refused with NO_SPACE, again on retry, not
 // READ_ONLY, while every acknowledged write stays readable. Deleting a
-// 3 MiB ballast file frees space: writes resume by themselves (background
+// 5 MiB ballast file frees space (room for the flush of what the WAL
+// held): writes resume by themselves (background
 // flushes retry), and everything acknowledged is there after a reopen.
 TEST(NoSpaceRealFs, FullTmpfsRefusesWritesAndResumesWhenSpaceIsFreed) {
     SmallFs fs8("8m");
@@ -285,11 +286,18 @@ TEST(NoSpaceRealFs, FullTmpfsRefusesWritesAndResumesWhenSpaceIsFreed) {
     {
         std::ofstream b(ballast, std::ios::binary);
         std::string mb(1 << 20, 'b');
-        for (int i = 0; i < 3; i++) b.write(mb.data(), (std::streamsize)mb.size());
+        for (int i = 0; i < 5; i++) b.write(mb.data(), (std::streamsize)mb.size());
         ASSERT_TRUE(b.good());
     }
     tdb_config_t c = FaultConfig(TDB_SYNC_FULL);
     c.default_cf.compression = TDB_COMPRESS_NONE;
+    // The fill stays in one memtable (the WAL fills the disk): a flush or a
+    // compaction installing its MANIFEST edit at the moment the disk fills
+    // would leave the database read-only until reopen, the documented
+    // limit (reliability.md section 9), which made this test fail about
+    // one run in 15. Flush and compaction out of space are covered with the
+    // fault env above.
+    c.default_cf.write_buffer_size = 64 << 20;
     tdb_t *db = nullptr;
     tdb_cf_t *cf = nullptr;
     ASSERT_EQ(tdb_open(db_path.c_str(), &c, &db), TDB_OK) << tdb_last_error();
