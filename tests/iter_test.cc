@@ -90,7 +90,7 @@ void VecDestroy(iter_t *it) {
 }
 
 const iter_ops_t kVecOps = {VecValid, VecFirst, VecLast,  VecSeek,   VecNext,
-                            VecPrev,  VecKey,   VecValue, VecStatus, VecDestroy, nullptr, nullptr};
+                            VecPrev,  VecKey,   VecValue, VecStatus, VecDestroy, nullptr, nullptr, nullptr};
 
 iter_t *NewVec(Entries data, int *destroyed = nullptr) {
     std::sort(data.begin(), data.end());
@@ -469,7 +469,7 @@ void PrepDestroy(iter_t *it) {
 }
 
 const iter_ops_t kPrepOps = {VecValid, VecFirst, VecLast,  PrepSeek,  VecNext,
-                             VecPrev,  VecKey,   VecValue, VecStatus, PrepDestroy, PrepStage, nullptr};
+                             VecPrev,  VecKey,   VecValue, VecStatus, PrepDestroy, PrepStage, nullptr, nullptr};
 
 iter_t *NewPrep(Entries data, int id, int stages, std::vector<std::string> *log) {
     std::sort(data.begin(), data.end());

@@ -17,6 +17,7 @@
 extern "C" {
 #include "memtable/arena.h"
 #include "memtable/memtable.h"
+#include "memtable/skiplist.h"
 #include "util/error.h"
 #include "util/ikey.h"
 }
@@ -717,4 +718,188 @@ TEST(Memtable, ConcurrentRangeTombstonesAreSeenWhole) {
     EXPECT_EQ((uint64_t)kWriters * kPer, memtable_num_range_deletes(m));
     EXPECT_EQ(7u, memtable_range_del_seq(m, Sl("s7"), SEQ_MAX));
     memtable_unref(m);
+}
+
+// A hot key's versions form a run; skiplist_run_end must stay inside the
+// run at or after its node, also when writers insert versions of a key out
+// of sequence order (concurrent writers, lower sequence inserted later).
+// Then next_user_key and seek_forward from any position must land where a
+// fresh seek does, for targets past a whole run (what a scan skipping older
+// versions asks), inside a run (the newest version a snapshot may see) and
+// far away.
+TEST(Memtable, VersionRunsAndSeekForward) {
+    memtable_t *m = memtable_create();
+    const int kThreads = 4, kPer = 6000, kKeys = 150;
+    std::vector<std::thread> th;
+    std::atomic<int> failures{0};
+    for (int t = 0; t < kThreads; t++) {
+        th.emplace_back([&, t] {
+            std::mt19937_64 rng(1000 + t);
+            memtable_hint_t hint;
+            memtable_hint_init(&hint);
+            for (int i = 0; i < kPer; i++) {
+                // Skewed: a few keys get most versions.
+                uint64_t r = rng() % 1000;
+                uint64_t k = r < 700 ? r % 5 : r % kKeys;
+                uint64_t seq = (uint64_t)i * kThreads + t + 1;
+                std::string u = tdbtest::Key(k * 7919);
+                int rc = (i % 2) ? memtable_add(m, seq, KT_PUT, Sl(u), Sl(ValueFor(u, seq)))
+                                 : memtable_add_hint(m, &hint, seq, KT_PUT, Sl(u), Sl(ValueFor(u, seq)));
+                if (rc != TDB_OK) failures++;
+            }
+        });
+    }
+    for (auto &x : th) x.join();
+    ASSERT_EQ(failures.load(), 0);
+
+    // run_end invariant, node by node.
+    const char *n = skiplist_first(memtable_skiplist(m));
+    size_t nodes = 0, jumps = 0;
+    for (; n; n = skiplist_next(n), nodes++) {
+        slice_t user = ikey_user(skiplist_entry_key(n, NULL));
+        const char *end = skiplist_run_end(n);
+        if (end != n) jumps++;
+        const char *x = n;
+        while (x != end) {
+            x = skiplist_next(x);
+            ASSERT_NE(x, nullptr) << "run end not after its node";
+            ASSERT_TRUE(slice_equal(ikey_user(skiplist_entry_key(x, NULL)), user)) << "run end outside the run";
+        }
+    }
+    ASSERT_EQ(nodes, (size_t)kThreads * kPer);
+    ASSERT_GT(jumps, nodes / 2);  // hot keys: most nodes know a later version of their key
+
+    // seek_forward == seek from random positions to random later targets.
+    std::vector<std::string> keys;
+    iter_t *all = memtable_iter(m);
+    for (iter_seek_to_first(all); iter_valid(all); iter_next(all)) keys.push_back(Str(iter_key(all)));
+    iter_destroy(all);
+    std::mt19937_64 rng(7);
+    iter_t *a = memtable_iter(m), *b = memtable_iter(m);
+    for (int round = 0; round < 20000; round++) {
+        size_t from = rng() % keys.size();
+        slice_t fk = Sl(keys[from]);
+        std::string user = Str(ikey_user(fk)), target;
+        switch (round % 4) {
+            case 0: target = IKey(user, 0, 0); break;  // past the whole run
+            case 1: target = IKey(user, ikey_seq(fk) > 3 ? ikey_seq(fk) - 3 : 0, KT_SEEK); break;  // inside it
+            case 2: target = keys[std::min(keys.size() - 1, from + 1 + rng() % 40)]; break;
+            default: target = IKey(tdbtest::Key(rng() % (kKeys * 7919 + 1)), rng() % 30000, KT_SEEK); break;
+        }
+        // next_user_key: past every version of the key, as a seek past them.
+        iter_seek(a, fk);
+        a->ops->next_user_key(a, ikey_user(fk));
+        iter_seek(b, Sl(IKey(user, 0, 0)));
+        ASSERT_EQ(iter_valid(a), iter_valid(b)) << round;
+        if (iter_valid(b)) {
+            ASSERT_EQ(Str(iter_key(a)), Str(iter_key(b))) << round;
+        }
+        if (ikey_compare(Sl(target), fk) <= 0) continue;  // seek_forward needs a target ahead
+        iter_seek(a, fk);
+        ASSERT_TRUE(iter_valid(a));
+        iter_seek_forward(a, Sl(target));
+        iter_seek(b, Sl(target));
+        ASSERT_EQ(iter_valid(a), iter_valid(b)) << round;
+        if (iter_valid(b)) {
+            ASSERT_EQ(Str(iter_key(a)), Str(iter_key(b))) << round;
+        }
+    }
+    iter_destroy(a);
+    iter_destroy(b);
+    memtable_unref(m);
+}
+
+namespace {
+
+// A sorted vector of internal keys as an iterator without next_user_key, to
+// merge with memtables (which have one).
+struct IkeyVec {
+    iter_t base;
+    std::vector<std::string> keys;  // sorted by IkeyLess
+    long pos;
+};
+IkeyVec *IV(const iter_t *it) { return (IkeyVec *)(uintptr_t)it; }
+int IvValid(const iter_t *it) { return IV(it)->pos >= 0 && IV(it)->pos < (long)IV(it)->keys.size(); }
+void IvFirst(iter_t *it) { IV(it)->pos = 0; }
+void IvLast(iter_t *it) { IV(it)->pos = (long)IV(it)->keys.size() - 1; }
+void IvSeek(iter_t *it, slice_t t) {
+    auto &k = IV(it)->keys;
+    IV(it)->pos = std::lower_bound(k.begin(), k.end(), Str(t), IkeyLess) - k.begin();
+}
+void IvNext(iter_t *it) { IV(it)->pos++; }
+void IvPrev(iter_t *it) { IV(it)->pos--; }
+slice_t IvKey(const iter_t *it) { return Sl(IV(it)->keys[IV(it)->pos]); }
+slice_t IvValue(const iter_t *it) { return slice_make("", 0); }
+int IvStatus(const iter_t *) { return TDB_OK; }
+void IvDestroy(iter_t *it) { delete IV(it); }
+const iter_ops_t kIvOps = {IvValid, IvFirst, IvLast, IvSeek, IvNext, IvPrev, IvKey, IvValue, IvStatus, IvDestroy,
+                           nullptr, nullptr, nullptr};
+
+}  // namespace
+
+// The merge's next_user_key (memtable children jump their runs, the others
+// step) lands where stepping with next() until the user key changes does,
+// after forward and backward moves alike.
+TEST(Memtable, MergeNextUserKeyMatchesStepping) {
+    std::mt19937_64 rng(5);
+    std::vector<memtable_t *> mems;
+    std::vector<std::vector<std::string>> vecs(2);
+    uint64_t seq = 1;
+    for (int i = 0; i < 3; i++) mems.push_back(memtable_create());
+    for (int i = 0; i < 20000; i++) {
+        uint64_t r = rng() % 100;
+        std::string u = tdbtest::Key(r < 60 ? r % 4 : r);  // hot keys and cold ones
+        size_t child = rng() % 5;
+        if (child < 3) {
+            ASSERT_EQ(memtable_add(mems[child], seq++, KT_PUT, Sl(u), Sl("v")), TDB_OK);
+        } else {
+            vecs[child - 3].push_back(IKey(u, seq++, KT_PUT));
+        }
+    }
+    auto build = [&]() {
+        std::vector<iter_t *> kids;
+        for (auto *m : mems) kids.push_back(memtable_iter(m));
+        for (auto &v : vecs) {
+            IkeyVec *iv = new IkeyVec;
+            iv->base.ops = &kIvOps;
+            iv->keys = v;
+            std::sort(iv->keys.begin(), iv->keys.end(), IkeyLess);
+            iv->pos = 0;
+            kids.push_back(&iv->base);
+        }
+        return iter_merge(kids.data(), (int)kids.size(), ikey_compare);
+    };
+    iter_t *a = build(), *b = build();
+    int jumps = 0;
+    iter_seek_to_first(a);
+    iter_seek_to_first(b);
+    for (int step = 0; step < 20000; step++) {
+        if (!iter_valid(b)) {  // walked off an end: start over
+            ASSERT_FALSE(iter_valid(a)) << step;
+            iter_seek_to_first(a);
+            iter_seek_to_first(b);
+        }
+        ASSERT_TRUE(iter_valid(a));
+        ASSERT_EQ(Str(iter_key(a)), Str(iter_key(b))) << step;
+        uint64_t op = rng() % 10;
+        if (op < 5) {
+            std::string user = Str(ikey_user(iter_key(b)));
+            a->ops->next_user_key(a, Sl(user));
+            do {
+                iter_next(b);
+            } while (iter_valid(b) && Str(ikey_user(iter_key(b))) == user);
+            jumps++;
+        } else if (op < 8) {
+            iter_next(a);
+            iter_next(b);
+        } else {
+            iter_prev(a);
+            iter_prev(b);
+        }
+        ASSERT_EQ(iter_valid(a), iter_valid(b)) << step;
+    }
+    EXPECT_GT(jumps, 1000);
+    iter_destroy(a);
+    iter_destroy(b);
+    for (auto *m : mems) memtable_unref(m);
 }

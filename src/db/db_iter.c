@@ -72,9 +72,12 @@ static int classify(tdb_iter_t *it, slice_t ik, slice_t raw, slice_t *user_value
     return db_value_live(t, raw, it->now, user_value) ? 1 : 0;
 }
 
-/* Entries of one user key stepped over one by one before the iterator
- * seeks past the rest: a hot key's versions pile up in the memtable (every
- * update adds one), and a scan must not walk them all on each pass. */
+/* Versions of one user key newer than the iterator stepped over one by
+ * one before it seeks to the newest one it may see: a hot key's versions
+ * pile up in the memtable (every update adds one), and a scan must not
+ * walk them all on each pass. (Older versions of a key already decided are
+ * left in one call, iter next_user_key: a memtable jumps a key's run of
+ * versions at once, tables step within their block.) */
 #define SKIP_BEFORE_RESEEK 8
 
 /* Seek `in` forward to (user, seq, type): with (seq 0, type 0) past every
@@ -88,9 +91,11 @@ static int reseek(tdb_iter_t *it, slice_t user, uint64_t seq, unsigned type) {
 }
 
 /* Forward: from the current internal position, find the next visible user
- * entry, skipping versions of saved_key when `skipping`. After
- * SKIP_BEFORE_RESEEK entries of one key (older versions of saved_key, or
- * versions newer than the iterator's sequence) it seeks instead. */
+ * entry, skipping versions of saved_key when `skipping` (in one
+ * next_user_key call where the source has it). After SKIP_BEFORE_RESEEK
+ * entries of one key stepped over (older versions of saved_key without
+ * next_user_key, or versions newer than the iterator's sequence) it seeks
+ * instead. */
 static void find_next_user_entry(tdb_iter_t *it, bool skipping) {
     unsigned run = 0;   /* older versions of saved_key stepped over in a row */
     unsigned newer = 0; /* too-new versions of run_key stepped over in a row */
@@ -102,7 +107,10 @@ static void find_next_user_entry(tdb_iter_t *it, bool skipping) {
         }
         slice_t uk = ikey_user(ik);
         if (skipping && slice_compare(uk, buf_slice(&it->saved_key)) <= 0) {
-            if (++run < SKIP_BEFORE_RESEEK) {
+            if (it->in->ops->next_user_key && slice_equal(uk, buf_slice(&it->saved_key))) {
+                /* saved_key, not uk: uk lives in a source the call moves */
+                it->in->ops->next_user_key(it->in, buf_slice(&it->saved_key));
+            } else if (++run < SKIP_BEFORE_RESEEK) {
                 iter_next(it->in);
             } else {
                 run = 0;

@@ -197,6 +197,9 @@ int memtable_get(memtable_t *m, slice_t user_key, uint64_t snap_seq, unsigned *t
 /* Arena bytes reserved. */
 size_t memtable_memory_usage(const memtable_t *m) { return arena_memory_usage(m->arena); }
 
+/* The skip list itself (white-box tests). */
+const struct skiplist *memtable_skiplist(const memtable_t *m) { return m->list; }
+
 /* Entries added so far. */
 uint64_t memtable_num_entries(const memtable_t *m) {
     return atomic_load_explicit(&((memtable_t *)(uintptr_t)m)->entries, memory_order_relaxed);
@@ -295,6 +298,47 @@ static void mt_iter_seek(iter_t *it, slice_t t) {
     else mt_iter_set(mi, skiplist_seek(mi->m->list, t, UINT64_MAX));
 }
 
+/* Nodes visited from the current position before seek_forward descends
+ * from the head instead. */
+#define MT_FORWARD_STEPS 4
+
+/* seek(t) from a position < t: walk on from where the iterator is, jumping
+ * over each user key's run of versions (skiplist_run_end), which is what a
+ * scan skipping a hot key's older versions asks for; a target further away
+ * than MT_FORWARD_STEPS runs is sought from the head. */
+static void mt_iter_seek_forward(iter_t *it, slice_t t) {
+    mt_iter_t *mi = (mt_iter_t *)it;
+    if (!mi->node || !ikey_valid(t)) {
+        mt_iter_seek(it, t);
+        return;
+    }
+    const char *n = mi->node; /* < t */
+    for (int step = 0; step < MT_FORWARD_STEPS; step++) {
+        const char *end = skiplist_run_end(n);
+        if (end != n && ikey_compare(skiplist_entry_key(end, NULL), t) < 0) n = end;
+        const char *nx = skiplist_next(n);
+        if (!nx || ikey_compare(skiplist_entry_key(nx, NULL), t) >= 0) {
+            mt_iter_set(mi, nx);
+            return;
+        }
+        n = nx;
+    }
+    mt_iter_seek(it, t);
+}
+
+/* Past the current user key's versions: jump to its run's end
+ * (skiplist_run_end), step on, and again while a later version of the key
+ * follows (a run end that stopped short). */
+static void mt_iter_next_user_key(iter_t *it, slice_t user) {
+    mt_iter_t *mi = (mt_iter_t *)it;
+    if (!mi->node) return;
+    const char *n = mi->node;
+    do {
+        n = skiplist_next(skiplist_run_end(n));
+    } while (n && slice_equal(ikey_user(skiplist_entry_key(n, NULL)), user));
+    mt_iter_set(mi, n);
+}
+
 /* Following entry (level-0 link). */
 static void mt_iter_next(iter_t *it) {
     mt_iter_t *mi = (mt_iter_t *)it;
@@ -328,7 +372,8 @@ static const iter_ops_t g_mt_iter_ops = {
     mt_iter_valid, mt_iter_seek_to_first, mt_iter_seek_to_last, mt_iter_seek,   mt_iter_next,
     mt_iter_prev,  mt_iter_key,           mt_iter_value,        mt_iter_status, mt_iter_destroy,
     NULL, /* seek_prepare */
-    NULL, /* seek_forward */
+    mt_iter_seek_forward,
+    mt_iter_next_user_key,
 };
 
 /* New iterator holding its own reference on m. */

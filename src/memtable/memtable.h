@@ -146,6 +146,11 @@ int memtable_range_dels(memtable_t *m, int (*fn)(void *ctx, slice_t start, slice
  * prev() costs one O(log n) descent (search for the last entry < current). */
 iter_t *memtable_iter(memtable_t *m);
 
+/* The memtable's skip list, for white-box checks of its structure (tests);
+ * valid while the memtable is referenced. */
+struct skiplist;
+const struct skiplist *memtable_skiplist(const memtable_t *m);
+
 #ifdef __cplusplus
 }
 #endif

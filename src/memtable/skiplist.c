@@ -19,7 +19,10 @@ struct skiplist {
 };
 
 /* The level-i link of the node whose entry is e. */
-static inline link_t *sl_link(const char *e, int i) { return ((link_t *)(uintptr_t)e) - 1 - i; }
+static inline link_t *sl_link(const char *e, int i) { return ((link_t *)(uintptr_t)e) - 2 - i; }
+
+/* The node's run-end slot (see skiplist_run_end). */
+static inline link_t *sl_run_slot(const char *e) { return ((link_t *)(uintptr_t)e) - 1; }
 
 /* Follow a link (acquire: see everything written before publication). */
 static inline char *sl_next(const char *e, int i) {
@@ -85,12 +88,13 @@ static int sl_random_height(void) {
 
 /* Carve a node of the given height from the arena; returns its entry. */
 static char *sl_new_node(arena_t *a, int height, size_t entry_size) {
-    size_t links = sizeof(link_t) * (size_t)height;
+    size_t links = sizeof(link_t) * ((size_t)height + 1); /* + the run-end slot */
     if (entry_size > SIZE_MAX - links) return NULL;
     char *mem = (char *)arena_alloc(a, links + entry_size);
     if (!mem) return NULL;
     char *e = mem + links;
     for (int i = 0; i < height; i++) atomic_init(sl_link(e, i), NULL);
+    atomic_init(sl_run_slot(e), e);
     return e;
 }
 
@@ -185,6 +189,15 @@ static int sl_prepare(skiplist_t *s, int height, skiplist_splice_t *sp, slice_t 
 static void sl_link_node(char *e, int height, skiplist_splice_t *sp, slice_t user, uint64_t trailer) {
     for (int i = 0; i < height; i++) {
         for (;;) {
+            if (i == 0) {
+                /* Joining the front of a run of its user key (a newer
+                 * version): inherit the run's end, published with the node. */
+                char *succ = sp->next[0];
+                char *end = e;
+                if (succ && slice_equal(ikey_user(skiplist_entry_key(succ, NULL)), user))
+                    end = atomic_load_explicit(sl_run_slot(succ), memory_order_relaxed);
+                atomic_store_explicit(sl_run_slot(e), end, memory_order_relaxed);
+            }
             atomic_store_explicit(sl_link(e, i), sp->next[i], memory_order_relaxed);
             char *expected = sp->next[i];
             if (atomic_compare_exchange_strong_explicit(sl_link(sp->prev[i], i), &expected, e,
@@ -352,6 +365,11 @@ static const char *sl_descend(const skiplist_t *s, slice_t user, uint64_t traile
             i--;
         }
     }
+}
+
+/* A node of entry's user key at or after it (see skiplist.h). */
+const char *skiplist_run_end(const char *entry) {
+    return atomic_load_explicit(sl_run_slot(entry), memory_order_relaxed);
 }
 
 /* First entry >= target. */

@@ -9,10 +9,20 @@
  * list never holds two entries with equal internal keys (the caller
  * guarantees it; equal keys would be inserted in an unspecified order).
  *
- * Node layout (one arena allocation): next[h-1] ... next[1] next[0] entry.
- * A node is identified by its entry pointer; the level-i link lives just
- * before it at ((atomic pointer *)entry)[-1 - i]. h is random (1 +
- * geometric with p = 1/SKIPLIST_BRANCHING), at most SKIPLIST_MAX_HEIGHT.
+ * Node layout (one arena allocation): next[h-1] ... next[1] next[0]
+ * run_end entry. A node is identified by its entry pointer; run_end lives
+ * just before it at ((atomic pointer *)entry)[-1] and the level-i link at
+ * [-2 - i]. h is random (1 + geometric with p = 1/SKIPLIST_BRANCHING), at
+ * most SKIPLIST_MAX_HEIGHT.
+ *
+ * Runs. The versions of one user key are adjacent (newest first), and a
+ * hot key's run grows with every update. run_end is a node of the same
+ * user key at or after the node: the node itself, or, when it was linked
+ * in front of a node of its user key (a newer version), that node's
+ * run_end. Nodes are never removed or reordered, so it never points
+ * outside the run; a version linked behind the run's end later (a
+ * concurrent writer with a lower sequence) only makes it stop short of the
+ * last node. A reader skips a run in O(1): jump to run_end, step on.
  *
  * Thread-safety and memory ordering
  *  - Any number of threads may insert concurrently, and any number may read
@@ -102,6 +112,9 @@ void skiplist_insert_sorted(skiplist_t *s, char *const *entries, const int *heig
 const char *skiplist_first(const skiplist_t *s);
 const char *skiplist_last(const skiplist_t *s);
 const char *skiplist_next(const char *entry);
+/* A node of entry's user key at or after entry, usually the last of its
+ * run (see "Runs" above); entry itself when none is known. */
+const char *skiplist_run_end(const char *entry);
 /* First entry >= target. */
 const char *skiplist_seek(const skiplist_t *s, slice_t user, uint64_t trailer);
 /* Last entry < target. */

@@ -275,6 +275,7 @@ static const iter_ops_t sst_iter_ops = {
     it_prev,  it_key,           it_value,        it_status,      it_destroy,
     it_seek_prepare,
     NULL, /* seek_forward */
+    NULL, /* next_user_key */
 };
 
 /* New iterator over the whole table (holds a reader reference). */

@@ -370,6 +370,7 @@ static const iter_ops_t g_wbi_ops = {
     wbi_prev,  wbi_key,           wbi_value,        wbi_status, wbi_destroy,
     NULL, /* seek_prepare */
     NULL, /* seek_forward */
+    NULL, /* next_user_key */
 };
 
 /* New unpositioned iterator over one family. */

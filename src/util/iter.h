@@ -50,6 +50,13 @@ typedef struct iter_ops {
      * forward and at an entry < t: it may start from where it is (a merge
      * moves only the children still behind t). */
     void (*seek_forward)(iter_t *it, slice_t t);
+    /* Optional (NULL: next() until the user key changes). For iterators
+     * of internal keys that are valid and moving forward, standing on an
+     * entry whose user key is `user` (the caller's copy, so the callee need
+     * not keep one): move to the first entry with another user key, i.e.
+     * past that key's older versions (a memtable jumps a key's run of
+     * versions at once). */
+    void (*next_user_key)(iter_t *it, slice_t user);
 } iter_ops_t;
 
 struct iter {

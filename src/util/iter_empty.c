@@ -48,6 +48,7 @@ static const iter_ops_t g_empty_ops = {
     empty_noop,  empty_slice, empty_slice, empty_status, empty_destroy,
     NULL, /* seek_prepare */
     NULL, /* seek_forward */
+    NULL, /* next_user_key */
 };
 
 static empty_iter_t g_static[EMPTY_STATIC] = {

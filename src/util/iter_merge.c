@@ -31,6 +31,8 @@
  *  - seek_forward(t) from a forward position moves only the children
  *    still behind t (the others are, by the FORWARD invariant, already at
  *    their first entry >= t).
+ *  - next_user_key (internal keys only) moves, one call each, only the
+ *    children standing on the current user key.
  *  - `err` is the first error seen on a child that went invalid since the
  *    last seek; while it is set the merge is invalid (data may be missing).
  *    status() reports the first failing child in child order.
@@ -41,6 +43,7 @@
 #include <stdlib.h>
 
 #include "util/error.h"
+#include "util/ikey.h"
 #include "util/iter.h"
 
 #define LINEAR_MAX 4
@@ -236,6 +239,39 @@ static void merge_next(iter_t *it) {
     merge_fix_current(m);
 }
 
+/* Move child c past its entries of user key u: its own next_user_key, or
+ * next() while the user key is u. */
+static void merge_child_past(merge_iter_t *m, int c, slice_t u) {
+    iter_t *cc = m->child[c];
+    if (cc->ops->next_user_key) {
+        cc->ops->next_user_key(cc, u);
+    } else {
+        do {
+            iter_next(cc);
+        } while (iter_valid(cc) && slice_equal(ikey_user(iter_key(cc)), u));
+    }
+    merge_load(m, c);
+}
+
+/* Past every entry of user key u, the current one's (internal keys): only
+ * the children standing on it move, each in one call, so a hot key's
+ * versions in a memtable cost one jump instead of a step (and a heap
+ * repair) per version. */
+static void merge_next_user_key(iter_t *it, slice_t u) {
+    merge_iter_t *m = (merge_iter_t *)it;
+    if (!merge_valid(it)) return;
+    if (m->dir != DIR_FORWARD) {
+        do {
+            merge_next(it);
+        } while (merge_valid(it) && slice_equal(ikey_user(m->key[m->cur]), u));
+        return;
+    }
+    do {
+        merge_child_past(m, m->cur, u);
+        merge_fix_current(m);
+    } while (merge_valid(it) && slice_equal(ikey_user(m->key[m->cur]), u));
+}
+
 /* Step back to the previous (key, index) position. */
 static void merge_prev(iter_t *it) {
     merge_iter_t *m = (merge_iter_t *)it;
@@ -302,6 +338,7 @@ static const iter_ops_t g_merge_ops = {
     merge_prev,  merge_key,           merge_value,        merge_status, merge_destroy,
     NULL, /* seek_prepare: staged inside merge_seek */
     merge_seek_forward,
+    merge_next_user_key,
 };
 
 /* Build a merging iterator over n children (ownership taken). */

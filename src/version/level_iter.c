@@ -194,6 +194,7 @@ static const iter_ops_t level_iter_ops = {
     li_prev,  li_key,           li_value,        li_status, li_destroy,
     li_seek_prepare,
     NULL, /* seek_forward */
+    NULL, /* next_user_key */
 };
 
 /* Lazy concatenating iterator over `level` of v. */
