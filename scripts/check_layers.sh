@@ -50,7 +50,7 @@ write_group write_direct write manual cf_api db_iter read open"
 MAX_LINES=1000
 LINE_DEBT="
 tests/compaction_test.cc 1496
-tests/fault_test.cc 1072
+tests/fault_test.cc 1039
 tests/sst_test.cc 1054
 "
 

@@ -600,16 +600,9 @@ TEST(FaultPowerLoss, CrashWhileCreatingADatabaseLeavesItOpenable) {
 // Sticky read-only state after a failed sync; ENOSPC; read errors.
 // ---------------------------------------------------------------------------
 
-class FaultDbTest : public ::testing::Test {
+class FaultDbTest : public FaultDbFixture {
   protected:
-    void SetUp() override { cfg_ = FaultConfig(TDB_SYNC_FULL); }
-    void TearDown() override {
-        if (db_) tdb_close(db_);
-    }
-    void Open() {
-        ASSERT_EQ(tdb_open_env(dir_.path().c_str(), &cfg_, fe_.env(), &db_), TDB_OK) << tdb_last_error();
-        ASSERT_EQ(tdb_get_cf(db_, TDB_DEFAULT_CF, &cf_), TDB_OK);
-    }
+    FaultDbTest() : FaultDbFixture(5) {}
     // Close (whatever it reports), clear every fault, reopen.
     void ReopenClean() {
         if (db_) tdb_close(db_);
@@ -617,21 +610,6 @@ class FaultDbTest : public ::testing::Test {
         fault_env_clear_rules(fe_.fe);
         fault_env_set_space(fe_.fe, UINT64_MAX);
         Open();
-    }
-    int Put(uint64_t i) {
-        std::string k = tdbtest::Key(i), v = tdbtest::Value(i, 200);
-        return tdb_put(db_, cf_, k.data(), k.size(), v.data(), v.size(), 0);
-    }
-    int Get(uint64_t i) {
-        std::string k = tdbtest::Key(i);
-        void *v = nullptr;
-        size_t vl = 0;
-        int rc = tdb_get(db_, cf_, nullptr, k.data(), k.size(), &v, &vl);
-        if (rc == TDB_OK) {
-            EXPECT_EQ(std::string((char *)v, vl), tdbtest::Value(i, 200)) << k;
-            tdb_free(v);
-        }
-        return rc;
     }
     // Reads keep working in the error state: point reads and a full scan.
     void ExpectReadable(uint64_t n) {
@@ -664,12 +642,6 @@ class FaultDbTest : public ::testing::Test {
         }
         EXPECT_EQ(Get(probe), TDB_ERR_NOT_FOUND);
     }
-
-    TempDir dir_;
-    FaultEnv fe_{5};
-    tdb_config_t cfg_;
-    tdb_t *db_ = nullptr;
-    tdb_cf_t *cf_ = nullptr;
 };
 
 TEST_F(FaultDbTest, FailedWalSyncMakesTheDatabaseStickyReadOnly) {

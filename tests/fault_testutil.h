@@ -8,7 +8,12 @@
 
 #include <cstring>
 
+#include <string>
+
+#include "testutil.h"
+
 extern "C" {
+#include "db/testing.h"
 #include "testing/env_fault.h"
 #include "tidesdb/tidesdb.h"
 }
@@ -53,3 +58,40 @@ inline tdb_config_t FaultConfig(int sync) {
     c.compaction_threads = 1;
     return c;
 }
+
+// A database over a FaultEnv (FULL sync, FaultConfig) in a temporary
+// directory, with put/get helpers for numbered keys of 200-byte values.
+// Fixtures add their own reopen and checks.
+class FaultDbFixture : public ::testing::Test {
+  protected:
+    explicit FaultDbFixture(uint64_t seed = 1) : fe_(seed) {}
+    void SetUp() override { cfg_ = FaultConfig(TDB_SYNC_FULL); }
+    void TearDown() override {
+        if (db_) tdb_close(db_);
+    }
+    void Open() {
+        ASSERT_EQ(tdb_open_env(dir_.path().c_str(), &cfg_, fe_.env(), &db_), TDB_OK) << tdb_last_error();
+        ASSERT_EQ(tdb_get_cf(db_, TDB_DEFAULT_CF, &cf_), TDB_OK);
+    }
+    int Put(uint64_t i) {
+        std::string k = tdbtest::Key(i), v = tdbtest::Value(i, 200);
+        return tdb_put(db_, cf_, k.data(), k.size(), v.data(), v.size(), 0);
+    }
+    // TDB_OK with the right value, or the get's error.
+    int Get(uint64_t i) {
+        std::string k = tdbtest::Key(i);
+        void *v = nullptr;
+        size_t vl = 0;
+        int rc = tdb_get(db_, cf_, nullptr, k.data(), k.size(), &v, &vl);
+        if (rc == TDB_OK) {
+            EXPECT_EQ(std::string((char *)v, vl), tdbtest::Value(i, 200)) << k;
+            tdb_free(v);
+        }
+        return rc;
+    }
+    tdbtest::TempDir dir_;
+    FaultEnv fe_;
+    tdb_config_t cfg_;
+    tdb_t *db_ = nullptr;
+    tdb_cf_t *cf_ = nullptr;
+};

@@ -39,16 +39,8 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 // A database over the fault env, with put/get helpers for numbered keys.
-class NoSpaceTest : public ::testing::Test {
+class NoSpaceTest : public FaultDbFixture {
   protected:
-    void SetUp() override { cfg_ = FaultConfig(TDB_SYNC_FULL); }
-    void TearDown() override {
-        if (db_) tdb_close(db_);
-    }
-    void Open() {
-        ASSERT_EQ(tdb_open_env(dir_.path().c_str(), &cfg_, fe_.env(), &db_), TDB_OK) << tdb_last_error();
-        ASSERT_EQ(tdb_get_cf(db_, TDB_DEFAULT_CF, &cf_), TDB_OK);
-    }
     // Close (whatever it reports), optionally lose power first, clear every
     // fault, reopen.
     void Reopen(bool power_loss) {
@@ -58,22 +50,6 @@ class NoSpaceTest : public ::testing::Test {
         if (power_loss) fault_env_revive(fe_.fe);
         fault_env_clear_rules(fe_.fe);
         Open();
-    }
-    int Put(uint64_t i) {
-        std::string k = tdbtest::Key(i), v = tdbtest::Value(i, 200);
-        return tdb_put(db_, cf_, k.data(), k.size(), v.data(), v.size(), 0);
-    }
-    // TDB_OK with the right value, or the get's error.
-    int Get(uint64_t i) {
-        std::string k = tdbtest::Key(i);
-        void *v = nullptr;
-        size_t vl = 0;
-        int rc = tdb_get(db_, cf_, nullptr, k.data(), k.size(), &v, &vl);
-        if (rc == TDB_OK) {
-            EXPECT_EQ(std::string((char *)v, vl), tdbtest::Value(i, 200)) << k;
-            tdb_free(v);
-        }
-        return rc;
     }
     // Keys [from, to) all readable, by point reads and by a scan.
     void ExpectReadable(uint64_t from, uint64_t to) {
@@ -106,12 +82,6 @@ class NoSpaceTest : public ::testing::Test {
             ASSERT_EQ(tdb_flush(db_, nullptr), TDB_OK) << tdb_last_error();
         }
     }
-
-    TempDir dir_;
-    FaultEnv fe_;
-    tdb_config_t cfg_;
-    tdb_t *db_ = nullptr;
-    tdb_cf_t *cf_ = nullptr;
 };
 
 // The WAL's fsync reports ENOSPC after a FULL-sync write's append: that
