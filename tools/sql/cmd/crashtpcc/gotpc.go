@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"tidesql/bench/internal/gotpc"
 	"tidesql/bench/internal/harness"
 	"tidesql/bench/internal/report"
 )
@@ -35,7 +36,7 @@ func (g GoTPC) args(threads int) []string {
 func (g GoTPC) Prepare(ctx context.Context, threads int, log string) error {
 	out, err := harness.Exec(ctx, time.Duration(600+g.Warehouses*180)*time.Second, log, g.Path,
 		append(g.args(threads), "prepare", "--no-check")...)
-	if err == nil && (strings.Contains(out, "panic:") || strings.Contains(out, "a fatal occurred")) {
+	if err == nil && gotpc.Fatal(out) {
 		err = fmt.Errorf("go-tpc prepare failed:\n%s", report.Tail(out, 8))
 	}
 	return err
@@ -49,18 +50,7 @@ func (g GoTPC) Check(ctx context.Context, threads int, log string) (int, string,
 	if err != nil {
 		return 0, "", err
 	}
-	return strings.Count(out, "begin to check"), CheckFailed(out), nil
-}
-
-// CheckFailed returns the failure lines of go-tpc check's output.
-func CheckFailed(out string) string {
-	var bad []string
-	for _, l := range strings.Split(out, "\n") {
-		if strings.Contains(l, "execute check failed") || strings.Contains(l, "panic") {
-			bad = append(bad, l)
-		}
-	}
-	return strings.Join(bad, "\n")
+	return gotpc.CheckedConditions(out), gotpc.CheckFailed(out), nil
 }
 
 // Load is a go-tpc run in the background.

@@ -123,14 +123,3 @@ func TestFailuresAndSummary(t *testing.T) {
 		t.Errorf("%s", s[1].Line())
 	}
 }
-
-func TestCheckFailed(t *testing.T) {
-	ok := "begin to check warehouse 1 at condition 3.3.2.1\nbegin to check warehouse 1 at condition 3.3.2.2\nFinished\n"
-	if CheckFailed(ok) != "" {
-		t.Error("a passed check reported failed")
-	}
-	bad := ok + "[2024-01-01] execute check failed, err check warehouse 1 at condition 3.3.2.3 failed\n"
-	if !strings.Contains(CheckFailed(bad), "3.3.2.3") {
-		t.Error("a failed condition not reported")
-	}
-}

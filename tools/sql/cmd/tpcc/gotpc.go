@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"tidesql/bench/internal/gotpc"
 	"tidesql/bench/internal/harness"
 	"tidesql/bench/internal/report"
 )
@@ -133,21 +134,6 @@ func ParseRun(out string, interval time.Duration) (RunOutput, error) {
 	return r, nil
 }
 
-// CheckFailed returns go-tpc's consistency-check failures ("" = passed).
-// go-tpc prints a failed condition and still exits 0.
-func CheckFailed(out string) string {
-	var bad []string
-	for _, l := range strings.Split(out, "\n") {
-		if strings.Contains(l, "execute check failed") || strings.Contains(l, "panic") {
-			bad = append(bad, l)
-		}
-	}
-	return strings.Join(bad, "\n")
-}
-
-// CheckedConditions counts the "begin to check" lines.
-func CheckedConditions(out string) int { return strings.Count(out, "begin to check") }
-
 func atof(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
 
 // GoTPC runs go-tpc against one server.
@@ -211,10 +197,10 @@ func (g GoTPC) Check(ctx context.Context, threads int, log string) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	if bad := CheckFailed(out); bad != "" {
+	if bad := gotpc.CheckFailed(out); bad != "" {
 		return 0, fmt.Errorf("consistency check FAILED:\n%s", bad)
 	}
-	return CheckedConditions(out), nil
+	return gotpc.CheckedConditions(out), nil
 }
 
 func (g GoTPC) exec(ctx context.Context, timeout time.Duration, log string, args []string) (string, error) {
@@ -222,7 +208,7 @@ func (g GoTPC) exec(ctx context.Context, timeout time.Duration, log string, args
 	if err != nil {
 		return out, fmt.Errorf("%s: %w", action(args), err)
 	}
-	if strings.Contains(out, "panic:") || strings.Contains(out, "a fatal occurred") {
+	if gotpc.Fatal(out) {
 		return out, fmt.Errorf("go-tpc %s failed:\n%s", action(args), report.Tail(out, 8))
 	}
 	return out, nil

@@ -55,17 +55,6 @@ func TestRunWithoutSummaryIsAnError(t *testing.T) {
 	}
 }
 
-func TestCheckOutput(t *testing.T) {
-	ok := "begin to check warehouse 1 at condition 3.3.2.2\nbegin to check warehouse 1 at condition 3.3.2.3\nFinished\n"
-	if CheckFailed(ok) != "" || CheckedConditions(ok) != 2 {
-		t.Errorf("passing check read as %q, %d", CheckFailed(ok), CheckedConditions(ok))
-	}
-	bad := ok + "execute check failed, err check warehouse 1 at condition 3.3.2.3 failed sum(d_ytd) - max(w_ytd) should be 0\n"
-	if !strings.Contains(CheckFailed(bad), "3.3.2.3") {
-		t.Errorf("failed check not seen: %q", CheckFailed(bad))
-	}
-}
-
 func TestErrorShare(t *testing.T) {
 	r := RunOutput{Txn: map[string]TxnStats{"NEW_ORDER": {Count: 90}, "PAYMENT_ERR": {Count: 10}}}
 	if err := errorShare(r, 5); err == nil {
