@@ -180,25 +180,7 @@ void Reseal(std::string *s) {
 
 // Test-side writer of the documented format, to craft inconsistent but
 // well-sealed manifests.
-struct Raw {
-    std::string b;
-    void v32(uint32_t v) {
-        char t[8];
-        b.append(t, (size_t)(enc_varint32(t, v) - t));
-    }
-    void v64(uint64_t v) {
-        char t[16];
-        b.append(t, (size_t)(enc_varint64(t, v) - t));
-    }
-    void f64(uint64_t v) {
-        char t[8];
-        enc_fixed64(t, v);
-        b.append(t, 8);
-    }
-    void str(const std::string &s) {
-        v32((uint32_t)s.size());
-        b += s;
-    }
+struct Raw : tdbtest::OldEncoder {
     void header(uint64_t next_file, uint64_t last_seq, uint32_t next_cf, uint32_t ncf, uint32_t format = 1) {
         b = "TDBMANIF";
         char t[4];
@@ -213,9 +195,7 @@ struct Raw {
         Raw c;
         c.v64(1 << 20);
         c.v32(comp);
-        uint64_t u;
-        memcpy(&u, &fpr, 8);
-        c.f64(u);
+        c.f64(fpr);
         c.v32(sync);
         c.v64(1000);
         c.v32(4096);
@@ -223,9 +203,7 @@ struct Raw {
         c.v32(10);
         c.v32(4);
         c.v32(10);
-        double t = 0.5;
-        memcpy(&u, &t, 8);
-        c.f64(u);
+        c.f64(0.5);
         c.v64(2048);
         return c.b;
     }
@@ -545,9 +523,7 @@ std::string V64(uint64_t v) {
 
 std::string F64(double d) {
     Raw r;
-    uint64_t u;
-    memcpy(&u, &d, 8);
-    r.f64(u);
+    r.f64(d);
     return r.b;
 }
 

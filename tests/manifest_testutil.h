@@ -38,6 +38,7 @@ struct OldEncoder {
         v32((uint32_t)n);
         b.append(p, n);
     }
+    void str(const std::string &s) { str(s.data(), s.size()); }
 };
 
 // A family's options as formats 1-3 stored them: the fields of

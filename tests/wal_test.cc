@@ -596,14 +596,19 @@ TEST(Wal, OutOfSpaceSyncCutsOnlyAGroupOnASyncedLog) {
     fe.sync_code = TDB_ERR_NO_SPACE;
     std::string a(1000, 'a'), b(3000, 'b');
     slice_t sa = slice_make(a.data(), a.size()), sb = slice_make(b.data(), b.size());
+    // A log holding `a` synced, then `b` appended; *start is where b begins.
+    auto open_synced_then_pending = [&](const std::string &path, wal_writer_t **w, uint64_t *start) {
+        ASSERT_EQ(wal_writer_open(&fe.base, path.c_str(), w), TDB_OK);
+        ASSERT_EQ(wal_writer_add(*w, &sa, 1), TDB_OK);
+        ASSERT_EQ(wal_writer_sync(*w), TDB_OK);
+        *start = wal_writer_size(*w);
+        ASSERT_EQ(wal_writer_add(*w, &sb, 1), TDB_OK);
+    };
     {  // synced log: the group is cut off, the writer sealed but not failed
         std::string path = d.file("cut");
         wal_writer_t *w = nullptr;
-        ASSERT_EQ(wal_writer_open(&fe.base, path.c_str(), &w), TDB_OK);
-        ASSERT_EQ(wal_writer_add(w, &sa, 1), TDB_OK);
-        ASSERT_EQ(wal_writer_sync(w), TDB_OK);
-        uint64_t start = wal_writer_size(w);
-        ASSERT_EQ(wal_writer_add(w, &sb, 1), TDB_OK);
+        uint64_t start = 0;
+        ASSERT_NO_FATAL_FAILURE(open_synced_then_pending(path, &w, &start));
         fe.fail_syncs = 1;
         EXPECT_EQ(wal_writer_sync_group(w, start), TDB_ERR_NO_SPACE);
         EXPECT_EQ(wal_writer_size(w), start);
@@ -633,11 +638,8 @@ TEST(Wal, OutOfSpaceSyncCutsOnlyAGroupOnASyncedLog) {
     {  // the cut's own sync fails: failed for good
         std::string path = d.file("cutfails");
         wal_writer_t *w = nullptr;
-        ASSERT_EQ(wal_writer_open(&fe.base, path.c_str(), &w), TDB_OK);
-        ASSERT_EQ(wal_writer_add(w, &sa, 1), TDB_OK);
-        ASSERT_EQ(wal_writer_sync(w), TDB_OK);
-        uint64_t start = wal_writer_size(w);
-        ASSERT_EQ(wal_writer_add(w, &sb, 1), TDB_OK);
+        uint64_t start = 0;
+        ASSERT_NO_FATAL_FAILURE(open_synced_then_pending(path, &w, &start));
         fe.fail_syncs = 2;
         EXPECT_EQ(wal_writer_sync_group(w, start), TDB_ERR_NO_SPACE);
         EXPECT_NE(wal_writer_sync(w), TDB_OK);
