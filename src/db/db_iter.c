@@ -106,8 +106,9 @@ static void find_next_user_entry(tdb_iter_t *it, bool skipping) {
             break;
         }
         slice_t uk = ikey_user(ik);
-        if (skipping && slice_compare(uk, buf_slice(&it->saved_key)) <= 0) {
-            if (it->in->ops->next_user_key && slice_equal(uk, buf_slice(&it->saved_key))) {
+        int vs_saved = skipping ? slice_compare(uk, buf_slice(&it->saved_key)) : 1;
+        if (vs_saved <= 0) {
+            if (vs_saved == 0 && it->in->ops->next_user_key) {
                 /* saved_key, not uk: uk lives in a source the call moves */
                 it->in->ops->next_user_key(it->in, buf_slice(&it->saved_key));
             } else if (++run < SKIP_BEFORE_RESEEK) {
