@@ -14,7 +14,7 @@
  *     position() copies it into ref (ref_length = encoded PK length).
  *  3. m_row_buf holds the value of the last row returned: blob columns of
  *     the record point into it until the next read.
- *  4. One TxnIter per handler (trx.h); it is closed at the end of each scan
+ *  4. One TxnIter per handler (txn_iter.h); it is closed at the end of each scan
  *     and statement.
  *  5. m_row_lock is the row lock mode of the running statement: EXCLUSIVE
  *     in statements that write the table and SELECT ... FOR UPDATE, SHARED
@@ -33,6 +33,7 @@
 #include "key_codec.h"
 #include "sysvars.h"
 #include "trx.h"
+#include "txn_iter.h"
 
 #include "thr_lock.h"
 
@@ -53,7 +54,7 @@ class ha_tidesdb : public handler {
   ha_tidesdb(handlerton *hton, TABLE_SHARE *share);
   ~ha_tidesdb() override;
 
-  /* ---- capabilities (ha_tidesdb.cc) ---- */
+  /* ---- capabilities and costs (ha_tidesdb.cc) ---- */
   const char *index_type(uint) override { return "LSM"; }
   Table_flags table_flags() const override;
   ulong index_flags(uint idx, uint part, bool all_parts) const override;
@@ -64,28 +65,36 @@ class ha_tidesdb : public handler {
   uint max_supported_key_part_length() const override { return 3072; }
   double scan_time() override;
   double read_time(uint index, uint ranges, ha_rows rows) override;
-  enum_alter_inplace_result check_if_supported_inplace_alter(TABLE *altered_table,
-                                                             Alter_inplace_info *info) override;
 
-  /* ---- open/close/DDL (ha_tidesdb.cc) ---- */
+  /* ---- open/close, errors (ha_tidesdb.cc) ---- */
   int open(const char *name, int mode, uint test_if_locked) override;
   int close(void) override;
+  bool get_error_message(int error, String *buf) override;
+
+  /* ---- DDL (ha_tidesdb_ddl.cc) ---- */
   int create(const char *name, TABLE *form, HA_CREATE_INFO *create_info) override;
   int delete_table(const char *name) override;
   int rename_table(const char *from, const char *to) override;
   int truncate() override;
-  int info(uint flag) override;
+  enum_alter_inplace_result check_if_supported_inplace_alter(TABLE *altered_table,
+                                                             Alter_inplace_info *info) override;
+  void update_create_info(HA_CREATE_INFO *create_info) override;
+  int optimize(THD *thd, HA_CHECK_OPT *check_opt) override;
+
+  /* ---- locks and statement boundaries (ha_tidesdb_lock.cc) ---- */
   int extra(enum ha_extra_function operation) override;
   int reset() override;
   int external_lock(THD *thd, int lock_type) override;
   int start_stmt(THD *thd, thr_lock_type lock_type) override;
   THR_LOCK_DATA **store_lock(THD *thd, THR_LOCK_DATA **to, enum thr_lock_type lock_type) override;
+
+  /* ---- AUTO_INCREMENT (ha_tidesdb_autoinc.cc) ---- */
   void get_auto_increment(ulonglong offset, ulonglong increment, ulonglong nb_desired_values,
                           ulonglong *first_value, ulonglong *nb_reserved_values) override;
+
+  /* ---- statistics (ha_tidesdb_stats.cc) ---- */
+  int info(uint flag) override;
   int analyze(THD *thd, HA_CHECK_OPT *check_opt) override;
-  int optimize(THD *thd, HA_CHECK_OPT *check_opt) override;
-  bool get_error_message(int error, String *buf) override;
-  void update_create_info(HA_CREATE_INFO *create_info) override;
 
   /* ---- writes (ha_tidesdb_write.cc) ---- */
   int write_row(const uchar *buf) override;
@@ -116,14 +125,16 @@ class ha_tidesdb : public handler {
   /* ha_tidesdb.cc */
   int bind_def(const TableDefPtr &def);
   int refresh_def();
+  TdbShare *get_share();
+  Trx *trx();
+  /* ha_tidesdb_autoinc.cc */
   void load_counters();
+  /* ha_tidesdb_lock.cc */
+  void serializable_reads(THD *thd);
   /* ha_tidesdb_stats.cc */
   void compute_cardinality(bool thorough);
   bool refresh_cardinality();
   void refresh_sizes();
-  TdbShare *get_share();
-  Trx *trx();
-  void serializable_reads(THD *thd);
 
   /* ha_tidesdb_read.cc */
   bool is_pk_index(uint idx) const { return !m_def->hidden_pk && idx == table->s->primary_key; }

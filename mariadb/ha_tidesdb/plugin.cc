@@ -1,6 +1,7 @@
 /* plugin: the handlerton, opening/closing the database, error mapping and
  * the plugin declaration (see tdb_common.h for the file map). */
 #include "ha_tidesdb.h"
+#include "handlerton.h"
 
 #include <stdarg.h>
 #include <stdio.h>

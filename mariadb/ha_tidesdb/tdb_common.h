@@ -2,19 +2,27 @@
  * TideSQL: the TidesDB storage engine for MariaDB. Shared declarations.
  *
  * Layout of the engine (one file per concern, see docs/design/tidesql.md):
- *   plugin.cc           handlerton, plugin declaration, engine open/close
- *   sysvars.{h,cc}      tidesdb_* system and status variables, SHOW ENGINE
- *   dict.{h,cc}         data dictionary: tables -> column families, DDL
- *   key_codec.{h,cc}    memcmp-ordered key encoding of index tuples
- *   row_format.{h,cc}   row values and secondary-index values
- *   trx.{h,cc}          per-connection library transaction (tdb_txn_t),
- *                       statement rollback, savepoints, txn iterators
- *   ha_tidesdb.{h,cc}   the handler: open/close/info/DDL entry points
- *   ha_tidesdb_read.cc  index and table scans, range estimates
- *   ha_tidesdb_write.cc write_row/update_row/delete_row
+ *   plugin.cc             plugin declaration, handlerton set-up, database
+ *                         open/close, error mapping
+ *   sysvars.{h,cc}        tidesdb_* system and status variables, SHOW ENGINE
+ *   dict.{h,cc}           data dictionary: tables -> column families, DDL
+ *   key_codec.{h,cc}      memcmp-ordered key encoding of index tuples
+ *   row_format.{h,cc}     row values and secondary-index values
+ *   trx.{h,cc}            per-connection library transaction (tdb_txn_t),
+ *                         statement rollback, savepoints
+ *   txn_iter.{h,cc}       ordered iterator in a transaction's view
+ *   handlerton.{h,cc}     the server's transaction callbacks, THD <-> Trx
+ *   ha_tidesdb.{h,cc}     the handler: capabilities, open/close, errors
+ *   ha_tidesdb_ddl.cc     CREATE/DROP/RENAME/TRUNCATE, ALTER answers, OPTIMIZE
+ *   ha_tidesdb_lock.cc    table and row lock modes, statement boundaries
+ *   ha_tidesdb_autoinc.cc AUTO_INCREMENT and hidden row id counters
+ *   ha_tidesdb_stats.cc   info(), sizes, rec_per_key, ANALYZE
+ *   ha_tidesdb_read.cc    index and table scans, range estimates
+ *   ha_tidesdb_write.cc   write_row/update_row/delete_row
  *
  * Dependency direction: tidesdb.h <- key_codec, row_format <- dict <- trx
- * <- handler <- plugin. Only trx.cc calls tdb_txn_*.
+ * <- txn_iter, handlerton <- handler <- plugin. Only trx.cc, txn_iter.cc
+ * and handlerton.cc call tdb_txn_*.
  */
 #ifndef TIDESQL_COMMON_H
 #define TIDESQL_COMMON_H

@@ -31,7 +31,8 @@
  *  1. Nothing reaches the database before commit(); a statement of any size
  *     is atomic (no intermediate commits), except ALTER TABLE's copy
  *     (server transactions off), which commits every BULK_COMMIT_WRITES.
- *  2. Library iterators of the transaction are TxnIters registered here;
+ *  2. Library iterators of the transaction are TxnIters (txn_iter.h)
+ *     registered here;
  *     before commit, rollback or a savepoint rollback they are detached
  *     (library iterator destroyed, position kept) and re-attach lazily at
  *     their next move, re-positioned after/before the key they were on.
@@ -49,12 +50,13 @@
 #include "dict.h"
 
 #include <map>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
 namespace tidesql {
 
-class TxnIter;
+class TxnIter; /* txn_iter.h */
 
 /* Row lock mode of a read. */
 enum RowLock { ROW_LOCK_NONE = 0, ROW_LOCK_SHARED = 1, ROW_LOCK_EXCLUSIVE = 2 };
@@ -150,59 +152,9 @@ class Trx {
   void sp_forget_from(uint64_t from);
 };
 
-/* The THD's transaction object (created on first use). */
-Trx *trx_get(THD *thd);
-/* Begin (if needed) and register the engine in the statement (and the
- * transaction) of thd. */
-int trx_register(THD *thd, Trx *trx);
-
-/* Handlerton callbacks. */
-int trx_hton_commit(handlerton *hton, THD *thd, bool all);
-int trx_hton_rollback(handlerton *hton, THD *thd, bool all);
-int trx_hton_close_connection(handlerton *hton, THD *thd);
-int trx_hton_savepoint_set(handlerton *hton, THD *thd, void *sv);
-int trx_hton_savepoint_rollback(handlerton *hton, THD *thd, void *sv);
-int trx_hton_savepoint_release(handlerton *hton, THD *thd, void *sv);
-int trx_hton_start_consistent_snapshot(handlerton *hton, THD *thd);
-void trx_hton_kill_query(handlerton *hton, THD *thd, enum thd_kill_levels level);
-
-/* An ordered iterator over one column family in the transaction's view
- * (its own writes merged with the isolation level's snapshot). Survives
- * commits and savepoint rollbacks of its transaction (invariant 2). */
-class TxnIter {
- public:
-  TxnIter() = default;
-  ~TxnIter() { close(); }
-  int open(Trx *trx, tdb_cf_t *cf);
-  void close();
-  bool is_open() const { return m_trx != NULL; }
-  tdb_cf_t *cf() const { return m_cf; }
-
-  void seek(const uchar *k, size_t kl);          /* first >= k */
-  void seek_for_prev(const uchar *k, size_t kl); /* last <= k  */
-  void seek_to_first();
-  void seek_to_last();
-  void next();
-  void prev();
-  bool valid() const { return m_valid; }
-  const uchar *key(size_t *len) const;
-  const uchar *value(size_t *len) const;
-  int status() const { return m_status; }
-
- private:
-  friend class Trx;
-  void suspend(); /* destroy the library iterator, keep the position */
-  bool resume();  /* re-create it; false on error (m_status) */
-  void settle();  /* after a move: m_valid, m_status */
-
-  Trx *m_trx = NULL;
-  tdb_cf_t *m_cf = NULL;
-  tdb_iter_t *m_it = NULL;
-  bool m_valid = false;
-  bool m_suspended = false;
-  int m_status = TDB_OK;
-  std::string m_cur; /* key of a suspended iterator's position */
-};
+/* Guards every Trx's m_txn pointer and the THDs' ha_data slot of the
+ * engine against KILL from another thread (invariant 3, handlerton.cc). */
+extern std::mutex g_trx_mu;
 
 }  // namespace tidesql
 

@@ -1,0 +1,32 @@
+/*
+ * handlerton: the engine's transaction callbacks, as the server calls them,
+ * and the binding of a connection (THD) to its Trx. plugin.cc puts these
+ * functions into the handlerton; XA (prepare, recover, commit/rollback by
+ * xid) belongs here too. Invariants at the top of handlerton.cc.
+ */
+#ifndef TIDESQL_HANDLERTON_H
+#define TIDESQL_HANDLERTON_H
+
+#include "trx.h"
+
+namespace tidesql {
+
+/* The THD's transaction object (created on first use). */
+Trx *trx_get(THD *thd);
+/* Begin (if needed) and register the engine in the statement (and the
+ * transaction) of thd. */
+int trx_register(THD *thd, Trx *trx);
+
+/* Handlerton callbacks. */
+int trx_hton_commit(handlerton *hton, THD *thd, bool all);
+int trx_hton_rollback(handlerton *hton, THD *thd, bool all);
+int trx_hton_close_connection(handlerton *hton, THD *thd);
+int trx_hton_savepoint_set(handlerton *hton, THD *thd, void *sv);
+int trx_hton_savepoint_rollback(handlerton *hton, THD *thd, void *sv);
+int trx_hton_savepoint_release(handlerton *hton, THD *thd, void *sv);
+int trx_hton_start_consistent_snapshot(handlerton *hton, THD *thd);
+void trx_hton_kill_query(handlerton *hton, THD *thd, enum thd_kill_levels level);
+
+}  // namespace tidesql
+
+#endif
