@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Build the TideSQL storage engine plugin (ha_tidesdb.so) against the
-# headers of the exact installed server version:
-#  - libtidesdb.a (PIC, static) via the project's CMake;
+# headers of the exact installed server version, with the CMake build of
+# mariadb/CMakeLists.txt in <dir>/cmake:
+#  - libtidesdb.a (PIC, static), the library's own CMake target;
 #  - libmysqlservices.a from the server sources' libservices/;
-#  - mariadb/ha_tidesdb/*.cc with the flags measured in MARIADB_BUILD.md;
+#  - mariadb/ha_tidesdb/*.cc: -O2 -g -DNDEBUG -DDBUG_OFF -DHAVE_CONFIG_H
+#    -D_FILE_OFFSET_BITS=64 -DMYSQL_DYNAMIC_PLUGIN, the server's include
+#    directories (wsrep-lib, generated, include/providers, include, sql);
+#  - the plain build also builds the engine's unit tests (key_codec_test,
+#    run by `ctest --test-dir <dir>/cmake`, test_all.sh's engine_unit step);
 #  - a plugin dir: symlinks to /usr/lib/mysql/plugin/* (keeps MyRocks
 #    available) plus ha_tidesdb.so.
 # Needs scripts/mariadb/setup.sh to have run once (packages + headers).
@@ -58,10 +63,8 @@ fi
 B="$TIDESQL_BUILD"
 PROF="$B/profile"
 
-opt="-O2 -g -DNDEBUG -DDBUG_OFF"
-[ "$debug" = 1 ] && opt="-O0 -g -DDBUG_OFF"
-# The kind the engine reports (status variable tidesdb_build).
-opt="$opt -DTIDESQL_BUILD_KIND=\"${kind/-/+}\""
+# The build kind the engine reports (status variable tidesdb_build).
+kind_name="${kind/-/+}"
 
 check_server_version
 S="$MARIADB_SRC_DIR"
@@ -70,76 +73,45 @@ S="$MARIADB_SRC_DIR"
 grep -q "\"${MARIADB_PIN_UPSTREAM%-}" "$S/generated/mysql_version.h" ||
   die "headers in $S are not version ${MARIADB_PIN_UPSTREAM%-}"
 
-mkdir -p "$B/obj" "$B/services" "$TIDESQL_PLUGIN_DIR"
+mkdir -p "$B" "$TIDESQL_PLUGIN_DIR"
 jobs="${JOBS:-2}"
-INC=(-I"$S/wsrep-lib/include" -I"$S/wsrep-lib/wsrep-API/v26" -I"$S/generated"
-     -I"$S/include/providers" -I"$S/include" -I"$S/sql")
-DEFS=(-DHAVE_CONFIG_H -D_FILE_OFFSET_BITS=64 -DMYSQL_DYNAMIC_PLUGIN)
-SRC="$TIDESQL_ROOT/mariadb/ha_tidesdb"
 
-# build EXTRA_FLAGS [LIB_FLAGS]: library, services, engine and link with
-# EXTRA_FLAGS added to every compile and the link (LIB_FLAGS instead for the
-# library's compiles, when given). Objects are rebuilt when their source,
-# an engine header or the flags changed. The link's inputs (which library
-# members ha_tidesdb.so pulls in) are listed in $B/link-inputs.txt.
+# build EXTRA_FLAGS [LIB_FLAGS]: configure and build mariadb/CMakeLists.txt
+# in $B/cmake with EXTRA_FLAGS added to the engine's compiles and its link
+# (CMAKE_CXX_FLAGS) and LIB_FLAGS, default EXTRA_FLAGS, to the library's
+# (CMAKE_C_FLAGS); CMake rebuilds what a changed flag or source affects.
+# The library members ha_tidesdb.so pulls in are listed in
+# $B/link-inputs.txt (from the link map).
 build() {
-  local extra="$1" lib_extra="${2-$1}" flags_file="$B/.flags"
-  local flags="$opt $extra"
-  local changed=1
-  [ -f "$flags_file" ] && [ "$(cat "$flags_file")" = "$flags / $lib_extra" ] && changed=0
-
-  # 1. The library, position-independent, without tests or tools.
-  local cm=(-G Ninja -S "$TIDESQL_ROOT" -B "$B/libtidesdb"
-            -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_POSITION_INDEPENDENT_CODE=ON
-            -DTDB_BUILD_TESTS=OFF -DTDB_BUILD_TOOLS=OFF "-DCMAKE_C_FLAGS=$lib_extra")
+  local extra="$1" lib_extra="${2-$1}" tests=OFF
+  [ "$kind" = plain ] && tests=ON
+  local cm=(-G Ninja -S "$TIDESQL_ROOT/mariadb" -B "$B/cmake"
+            -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMARIADB_SRC_DIR="$S"
+            -DTIDESQL_BUILD_KIND="$kind_name" -DTIDESQL_DEBUG="$([ "$debug" = 1 ] && echo ON || echo OFF)"
+            -DTIDESQL_UNIT_TESTS="$tests"
+            "-DCMAKE_C_FLAGS=$lib_extra" "-DCMAKE_CXX_FLAGS=$extra")
   if [ "$lto" = 1 ]; then
     cm+=(-DCMAKE_AR="$(command -v gcc-ar)" -DCMAKE_C_COMPILER_AR="$(command -v gcc-ar)"
-         -DCMAKE_RANLIB="$(command -v gcc-ranlib)" -DCMAKE_C_COMPILER_RANLIB="$(command -v gcc-ranlib)")
+         -DCMAKE_CXX_COMPILER_AR="$(command -v gcc-ar)"
+         -DCMAKE_RANLIB="$(command -v gcc-ranlib)" -DCMAKE_C_COMPILER_RANLIB="$(command -v gcc-ranlib)"
+         -DCMAKE_CXX_COMPILER_RANLIB="$(command -v gcc-ranlib)")
   fi
-  if [ ! -f "$B/libtidesdb/build.ninja" ] || [ "$changed" = 1 ]; then
-    cmake "${cm[@]}" >/dev/null || die "configuring libtidesdb in $B/libtidesdb failed"
+  if [ "$tests" = ON ] && [ ! -f "$S/lib/libmariadbd.a" ]; then
+    die "$S/lib/libmariadbd.a missing (the engine's unit tests link it): run scripts/mariadb/setup.sh as root"
   fi
-  ninja -C "$B/libtidesdb" -j "$jobs" tidesdb_static >/dev/null ||
-    die "libtidesdb build failed (run: ninja -C $B/libtidesdb tidesdb_static)"
-  LIB="$B/libtidesdb/libtidesdb.a"
-
-  # 2. libmysqlservices.a: the server-services glue (libservices/*.c) every
-  #    dynamic plugin links.
-  if [ ! -f "$B/services/libmysqlservices.a" ]; then
-    for c in "$S"/libservices/*.c; do
-      gcc -fPIC -O2 "${DEFS[@]}" "${INC[@]}" -c "$c" -o "$B/services/$(basename "${c%.c}").o"
-    done
-    ar rcs "$B/services/libmysqlservices.a" "$B/services"/*.o
-  fi
-
-  # 3. The engine.
-  local newest_hdr objs=() pids=() cc o
-  newest_hdr="$(ls -t "$SRC"/*.h "$TIDESQL_ROOT/include/tidesdb/tidesdb.h" | head -1)"
-  for cc in "$SRC"/*.cc; do
-    o="$B/obj/$(basename "${cc%.cc}").o"
-    objs+=("$o")
-    if [ "$changed" = 1 ] || [ ! -f "$o" ] || [ "$cc" -nt "$o" ] || [ "$newest_hdr" -nt "$o" ]; then
-      # shellcheck disable=SC2086
-      g++ -std=c++17 -fPIC $flags -Wall -Wno-unused-parameter -fno-strict-aliasing \
-        "${DEFS[@]}" "${INC[@]}" -I"$TIDESQL_ROOT/include" \
-        -c "$cc" -o "$o" &
-      pids+=($!)
-      if [ "${#pids[@]}" -ge "$jobs" ]; then
-        wait "${pids[0]}" || die "compile failed: see above"; pids=("${pids[@]:1}")
-      fi
-    fi
-  done
-  for p in "${pids[@]}"; do wait "$p" || die "compile failed: see above"; done
+  cmake "${cm[@]}" >"$B/cmake-configure.log" 2>&1 ||
+    { tail -n 20 "$B/cmake-configure.log" >&2; die "configuring $B/cmake failed (log $B/cmake-configure.log)"; }
+  ninja -C "$B/cmake" -j "$jobs" >"$B/cmake-build.log" 2>&1 ||
+    { grep -E -B2 -A8 "error|FAILED" "$B/cmake-build.log" | head -n 60 >&2; die "building in $B/cmake failed (log $B/cmake-build.log)"; }
 
   so="$B/ha_tidesdb.so"
-  # shellcheck disable=SC2086
-  g++ -shared $flags -o "$so.tmp" "${objs[@]}" "$B/services/libmysqlservices.a" "$LIB" \
-    -Wl,--exclude-libs,libtidesdb.a $(pkg-config --libs liblz4 libzstd libxxhash) -lsnappy -lpthread -lm \
-    -Wl,--trace >"$B/link-inputs.txt" || die "linking $so failed"
-  mv -f "$so.tmp" "$so"
-  echo "$flags / $lib_extra" >"$flags_file"
+  cp -f "$B/cmake/ha_tidesdb.so" "$so.tmp" && mv -f "$so.tmp" "$so"
+  # One "(archive)member" line per member, as ld --trace prints them.
+  grep -oE '[^ (]*libtidesdb\.a\([^)]*\.o\)' "$B/cmake/ha_tidesdb.map" | LC_ALL=C sort -u |
+    sed 's/^\(.*\)(\(.*\))$/(\1)\2/' >"$B/link-inputs.txt"
+  [ -s "$B/link-inputs.txt" ] || die "the link map $B/cmake/ha_tidesdb.map names no libtidesdb.a member"
 
-  # 4. Plugin dir: Debian's plugins plus ours.
+  # Plugin dir: Debian's plugins plus ours.
   for p in /usr/lib/mysql/plugin/*; do
     ln -sfn "$p" "$TIDESQL_PLUGIN_DIR/$(basename "$p")"
   done
@@ -150,10 +122,10 @@ build() {
 # build flags and the compiler. A profile with another stamp is stale.
 profile_stamp() {
   {
-    (cd "$TIDESQL_ROOT" && find src include mariadb/ha_tidesdb CMakeLists.txt -type f \
+    (cd "$TIDESQL_ROOT" && find src include mariadb/ha_tidesdb CMakeLists.txt mariadb/CMakeLists.txt -type f \
        \( -name '*.c' -o -name '*.h' -o -name '*.cc' -o -name CMakeLists.txt \) | LC_ALL=C sort |
        xargs sha256sum)
-    echo "opt=$opt lto=$lto"
+    echo "kind=$kind lto=$lto"
     gcc --version | head -1
   } | sha256sum | cut -d' ' -f1
 }

@@ -10,7 +10,8 @@
 #     so later installs cannot upgrade them;
 #  2. fetches the server sources of the same version (deb-src) and keeps
 #     only the header directories the plugin needs, plus the generated
-#     headers from libmariadbd-dev, in $MARIADB_SRC_CACHE;
+#     headers and the embedded server library (the engine's unit tests link
+#     it) from libmariadbd-dev, in $MARIADB_SRC_CACHE;
 #  3. checks that `mariadbd --version` is the pinned one, else stops.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
@@ -22,7 +23,7 @@ V="$MARIADB_PIN_VERSION"
 server_pkgs=(mariadb-server mariadb-server-core mariadb-client mariadb-client-core
              mariadb-common mariadb-plugin-rocksdb mariadb-test mariadb-test-data)
 other_pkgs=(sysbench build-essential cmake ninja-build pkg-config
-            liblz4-dev libzstd-dev libsnappy-dev libxxhash-dev dpkg-dev xz-utils
+            liblz4-dev libzstd-dev libsnappy-dev libxxhash-dev libgtest-dev dpkg-dev xz-utils
             libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4)
 
 installed_version() { dpkg-query -W -f='${Status} ${Version}' "$1" 2>/dev/null |
@@ -123,4 +124,18 @@ if [ ! -f "$stamp" ]; then
     die "generated headers do not match ${MARIADB_PIN_UPSTREAM%-}"
   touch "$stamp"
 fi
-echo "setup: server sources and headers in $MARIADB_SRC_DIR"
+# The embedded server library of the same version (libmariadbd-dev): the
+# engine's unit tests (mariadb/unittest) link the server's Field classes and
+# collations from it. Fetched on its own so caches made before it get it.
+if [ ! -f "$MARIADB_SRC_DIR/lib/libmariadbd.a" ]; then
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && apt-get download "libmariadbd-dev=$V" >/dev/null) ||
+    die "could not download libmariadbd-dev=$V"
+  dpkg-deb -x "$tmp"/libmariadbd-dev_*.deb "$tmp/x"
+  mkdir -p "$MARIADB_SRC_DIR/lib"
+  cp "$tmp/x/usr/lib/"*/libmariadbd.a "$MARIADB_SRC_DIR/lib/libmariadbd.a.tmp" ||
+    die "libmariadbd-dev lacks libmariadbd.a"
+  mv "$MARIADB_SRC_DIR/lib/libmariadbd.a.tmp" "$MARIADB_SRC_DIR/lib/libmariadbd.a"
+  rm -rf "$tmp"
+fi
+echo "setup: server sources, headers and embedded library in $MARIADB_SRC_DIR"

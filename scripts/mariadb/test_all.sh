@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole TideSQL (MariaDB engine) test suite, each step bounded in time:
 #   setup (packages, pinned server, headers; root) -> build (library +
-#   plugin) -> harness_unit (tools/sql: go vet + unit tests) -> mtr (suite tidesdb) ->
+#   plugin + the engine's unit tests, CMake) -> engine_unit (ctest of the
+#   plugin build: key_codec_test, no server) -> harness_unit (tools/sql: go vet + unit tests) -> mtr (suite tidesdb) ->
 #   main_suite (MariaDB's own main suite, quick list, TidesDB as default engine) -> sysbench smoke (READ COMMITTED, all
 #   workloads) -> sysbench at REPEATABLE READ, optimistic -> TPC-C (go-tpc,
 #   2 warehouses, 2 threads, 60 s, check) -> crash test (kill -9 during
@@ -59,6 +60,7 @@ else
   echo "test_all: setup: skipped (not root; assuming scripts/mariadb/setup.sh ran)"
 fi
 step build 1200 1 bash "$here/build_plugin.sh" || broken="${broken:-build}"
+step engine_unit 120 1 ctest --test-dir "$TIDESQL_BUILD/cmake" --output-on-failure --no-tests=error
 step harness_unit 300 0 bash "$here/harness_test.sh"
 step mtr 900 1 bash "$here/mtr.sh"
 step main_suite 300 1 bash "$here/main_suite.sh" --quick
