@@ -2,7 +2,8 @@
 # The whole test suite, in stages; exits non-zero if any stage failed.
 #   1. unit + integration tests (ctest): installs the build dependencies
 #      (skipping what is installed), builds RelWithDebInfo into build/,
-#      checks the layering rules (scripts/check_layers.sh, seconds);
+#      checks the layering rules (scripts/check_layers.sh, seconds) and
+#      the lock table of docs/design/locks.md (scripts/check_locks.sh);
 #   2. reliability (scripts/test_reliability.sh): kill -9 crash loop per
 #      sync mode, fuzz targets on their corpora, the ASan+UBSan and TSan
 #      builds running the unit tests and a short stress run
@@ -38,6 +39,7 @@ unit() {
     cmake -G Ninja -S . -B build -U TDB_SUBSYSTEMS -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTDB_BUILD_TESTS=ON &&
         cmake --build build -j2 &&
         bash scripts/check_layers.sh --build build &&
+        bash scripts/check_locks.sh && bash scripts/check_locks.sh --selftest &&
         ctest --test-dir build --output-on-failure -j2 --timeout 900
 }
 
