@@ -903,3 +903,85 @@ TEST(Memtable, MergeNextUserKeyMatchesStepping) {
     iter_destroy(b);
     for (auto *m : mems) memtable_unref(m);
 }
+
+// The range estimate: exact while a range holds fewer than 64 entries (the
+// count then reaches level 0, walked in stretches between the level-1
+// nodes), within 2x above, for every kind of bound.
+TEST(Memtable, ApproxCountExactForSmallRangesWithin2xAbove) {
+    Populated p(100000, 17);
+    std::vector<std::string> users = p.users;
+    std::sort(users.begin(), users.end());
+    users.erase(std::unique(users.begin(), users.end()), users.end());
+    auto entries_below = [&](const std::string &u) {  // entries with a user key < u
+        return (uint64_t)(std::lower_bound(p.ref.begin(), p.ref.end(), IKey(u, SEQ_MAX, KT_SEEK), IkeyLess) -
+                          p.ref.begin());
+    };
+    std::mt19937 rng(3);
+    int exact_checked = 0, scaled_checked = 0;
+    for (int r = 0; r < 4000; r++) {
+        size_t a = rng() % users.size();
+        size_t w = 1 + rng() % (r % 4 == 0 ? 3000 : 40);
+        if (a + w >= users.size()) continue;
+        slice_t lo = Sl(users[a]), hi = Sl(users[a + w]);
+        uint64_t want = entries_below(users[a + w]) - entries_below(users[a]);
+        uint64_t got = memtable_approx_entries(p.m, &lo, &hi);
+        if (want < 64) {
+            ASSERT_EQ(got, want) << "users [" << a << ", " << a + w << ")";
+            exact_checked++;
+        } else {
+            ASSERT_LE(got, want * 2) << "users [" << a << ", " << a + w << ")";
+            ASSERT_GE(got * 2, want) << "users [" << a << ", " << a + w << ")";
+            scaled_checked++;
+        }
+    }
+    EXPECT_GT(exact_checked, 1000);
+    EXPECT_GT(scaled_checked, 300);
+    // Open bounds.
+    slice_t mid = Sl(users[users.size() / 2]);
+    uint64_t below = entries_below(users[users.size() / 2]);
+    uint64_t got_lo = memtable_approx_entries(p.m, nullptr, &mid), got_hi = memtable_approx_entries(p.m, &mid, nullptr);
+    EXPECT_LE(got_lo, below * 2);
+    EXPECT_GE(got_lo * 2, below);
+    EXPECT_LE(got_hi, (p.ref.size() - below) * 2);
+    EXPECT_GE(got_hi * 2, p.ref.size() - below);
+}
+
+// Counting while writers insert: a range that ends with 50 entries is
+// counted exactly at every moment, so the count never falls and never
+// exceeds what has been inserted; the stretches end at nodes that are
+// already linked, whatever lands between them.
+TEST(Memtable, ApproxCountWhileWritersInsert) {
+    memtable_t *m = memtable_create();
+    const int kWriters = 3, kPer = 20000;
+    auto key = [](int i) {
+        char b[16];
+        snprintf(b, sizeof b, "k%07d", i);
+        return std::string(b);
+    };
+    const std::string lo = key(30000), hi = key(30050);
+    std::atomic<int> running{kWriters};
+    std::vector<std::thread> th;
+    for (int w = 0; w < kWriters; w++) {
+        th.emplace_back([&, w] {
+            for (int i = 0; i < kPer; i++) {
+                int k = i * kWriters + w;  // the writers interleave over the key space
+                std::string u = key(k);
+                EXPECT_EQ(memtable_add(m, (uint64_t)k + 1, KT_PUT, Sl(u), Sl(u)), TDB_OK);
+            }
+            running--;
+        });
+    }
+    uint64_t last = 0;
+    long rounds = 0;
+    slice_t l = Sl(lo), h = Sl(hi);
+    while (running.load() > 0 || rounds == 0) {
+        uint64_t n = memtable_approx_entries(m, &l, &h);
+        ASSERT_GE(n, last) << "round " << rounds;
+        ASSERT_LE(n, 50u) << "round " << rounds;
+        last = n;
+        rounds++;
+    }
+    for (auto &t : th) t.join();
+    EXPECT_EQ(memtable_approx_entries(m, &l, &h), 50u);
+    memtable_unref(m);
+}

@@ -392,14 +392,37 @@ const char *skiplist_seek_before(const skiplist_t *s, slice_t user, uint64_t tra
  * expects at least 16 and the estimate stays within about 30%. */
 #define SL_APPROX_MIN 64
 
+/* One stretch of a level walked by skiplist_approx_count: from `at` (not
+ * counted) to `end` (counted), or, for the last stretch (end NULL), over
+ * every node < hi. */
+typedef struct sl_stretch {
+    const char *at, *end;
+} sl_stretch_t;
+
 /* Approximate entries in [lo, hi): from the top level down, count the
  * range's nodes on each level until one holds at least SL_APPROX_MIN of
  * them (or level 0 is reached); a level-i node stands for about
  * BRANCHING^i entries. Touches O(SL_APPROX_MIN * BRANCHING + height)
- * nodes, whatever the range's size. */
+ * nodes, whatever the range's size.
+ *
+ * The nodes a level has in the range (fewer than SL_APPROX_MIN, or the
+ * count would have stopped there) are kept: they are nodes of the level
+ * below too and cut its range into stretches that end at a known node, so
+ * the stretches are walked side by side, one link per stretch per round,
+ * each next node prefetched a round ahead. The range's nodes are cold on
+ * the low levels (a descent seldom passes them); walked one after another
+ * every node is a cache miss in series, side by side the misses overlap.
+ * Only the last stretch compares keys (with hi); the others stop on
+ * reaching their end node, which is linked on this level already
+ * (linking is bottom-up), so a concurrent insert cannot make them miss it. */
 uint64_t skiplist_approx_count(const skiplist_t *s, const slice_t *lo, const slice_t *hi) {
     const uint64_t trailer = ikey_pack(SEQ_MAX, KT_SEEK); /* first entry of a user key */
     const char *x = s->head; /* last node < lo on the current level */
+    const char *in[SL_APPROX_MIN]; /* the range's nodes on the level above, in order */
+    int nin = 0;
+    sl_stretch_t st[SL_APPROX_MIN + 1];
+    unsigned char seg[SL_APPROX_MIN]; /* stretch of each node found on this level */
+    const char *found[SL_APPROX_MIN];
     int i = atomic_load_explicit(&((skiplist_t *)(uintptr_t)s)->max_height, memory_order_relaxed) - 1;
     for (;; i--) {
         if (lo) {
@@ -407,12 +430,48 @@ uint64_t skiplist_approx_count(const skiplist_t *s, const slice_t *lo, const sli
             sl_find_level(x, i, *lo, trailer, NULL, &prev, &next);
             x = prev;
         }
+        int ns = nin + 1, live = ns, nfound = 0;
+        unsigned char act[SL_APPROX_MIN + 1]; /* stretches not done, any order */
+        for (int k = 0; k < ns; k++) {
+            st[k].at = k == 0 ? x : in[k - 1];
+            st[k].end = k < nin ? in[k] : NULL;
+            act[k] = (unsigned char)k;
+        }
         uint64_t n = 0;
-        for (const char *y = sl_next(x, i); y && (!hi || sl_cmp(y, *hi, trailer) < 0); y = sl_next(y, i)) n++;
+        while (live > 0) {
+            for (int a = 0; a < live;) {
+                int k = act[a];
+                sl_stretch_t *t = &st[k];
+                const char *y = sl_next(t->at, i);
+                int done = !y || (!t->end && hi && sl_cmp(y, *hi, trailer) >= 0); /* end of list or range */
+                if (!done) {
+                    if (nfound < SL_APPROX_MIN) {
+                        seg[nfound] = (unsigned char)k;
+                        found[nfound++] = y;
+                    }
+                    n++;
+                    done = y == t->end;
+                }
+                if (done) {
+                    act[a] = act[--live];
+                    continue;
+                }
+                t->at = y;
+                __builtin_prefetch(sl_link(y, i)); /* read next round */
+                if (!t->end) __builtin_prefetch(y); /* its key is compared too */
+                a++;
+            }
+        }
         if (n >= SL_APPROX_MIN || i == 0) {
             uint64_t scale = 1;
             for (int k = 0; k < i; k++) scale *= SKIPLIST_BRANCHING;
             return n * scale;
         }
+        /* The level's nodes in list order: stretch by stretch, each
+         * stretch's in the order walked (a stable sort by stretch). */
+        nin = 0;
+        for (int k = 0; k < ns; k++)
+            for (int f = 0; f < nfound; f++)
+                if (seg[f] == k) in[nin++] = found[f];
     }
 }
