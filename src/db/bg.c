@@ -52,14 +52,24 @@ int db_write_level1(tdb_t *db, tdb_cf_t *cf, memtable_t *m, version_edit_t *edit
     return rc;
 }
 
-/* Install edit on cf's current version and persist (manifest_mu and mu held). */
-static int install_edit(tdb_t *db, tdb_cf_t *cf, version_edit_t *edit) {
+/* Install edit on cf's current version (manifest_mu and mu held); *prev
+ * keeps a reference to the version it replaced, for undo_edit. */
+static int install_edit(tdb_cf_t *cf, version_edit_t *edit, version_t **prev) {
     version_t *nv = NULL;
     TDB_RET(version_apply(cf->current, edit, &nv));
-    version_t *old = cf->current;
+    *prev = cf->current;
     cf->current = nv;
-    version_unref(old);
     return TDB_OK;
+}
+
+/* Put back the version install_edit replaced, because the MANIFEST naming
+ * the new one could not be written for lack of space (mu held). Nothing
+ * but cf->current saw the new version, so dropping it frees only the job's
+ * outputs, which the caller discards. */
+static void undo_edit(tdb_cf_t *cf, version_t *prev) {
+    version_t *nv = cf->current;
+    cf->current = prev;
+    version_unref(nv);
 }
 
 /* Record a background failure (mu held). */
@@ -90,6 +100,18 @@ static void note_space_ok(tdb_t *db) {
     db->nospace_retry_at = 0;
 }
 
+/* Write the MANIFEST of a flush of cf's oldest immutable memtable, whose
+ * version is installed: cf's log_number moves past that memtable's WAL
+ * (mu held). On NO_SPACE the old log_number is back (the caller undoes
+ * the version). */
+static int flush_write_manifest(tdb_t *db, tdb_cf_t *cf) {
+    uint64_t prev_log = cf->log_number;
+    cf->log_number = cf->nimm > 1 ? cf->imm[1].log_number : cf->mem.log_number;
+    int rc = db_write_manifest_locked(db);
+    if (rc == TDB_ERR_NO_SPACE) cf->log_number = prev_log;
+    return rc;
+}
+
 /* Flush cf's oldest immutable memtable (mu held on entry and exit;
  * cf->flushing set by the caller). */
 void db_flush_oldest(tdb_t *db, tdb_cf_t *cf) {
@@ -101,6 +123,7 @@ void db_flush_oldest(tdb_t *db, tdb_cf_t *cf) {
 
     version_edit_t edit;
     memset(&edit, 0, sizeof edit);
+    version_t *prev = NULL;
     table_write_ctx_t ctx;
     writer_ctx(db, cf, &ctx, UINT64_MAX);
     ctx.snapshots = snaps;
@@ -119,15 +142,20 @@ void db_flush_oldest(tdb_t *db, tdb_cf_t *cf) {
         discard_outputs(db, &edit);
         if (rc == TDB_ERR_NO_SPACE) note_no_space(db, "flush", true); /* the memtable stays queued */
         else set_bg_error(db, rc, "flush");
-    } else if ((rc = install_edit(db, cf, &edit)) != TDB_OK) {
+    } else if ((rc = install_edit(cf, &edit, &prev)) != TDB_OK) {
         discard_outputs(db, &edit);
         set_bg_error(db, rc, "flush install");
+    } else if ((rc = flush_write_manifest(db, cf)) == TDB_ERR_NO_SPACE) {
+        /* The old MANIFEST stays: so does the memtable, queued as before,
+         * and the flush is retried like one whose table ran out of space. */
+        undo_edit(cf, prev);
+        prev = NULL;
+        discard_outputs(db, &edit);
+        note_no_space(db, "flush (manifest)", true);
     } else {
         memtable_unref(cf->imm[0].mem);
         memmove(cf->imm, cf->imm + 1, (size_t)(cf->nimm - 1) * sizeof *cf->imm);
         cf->nimm--;
-        cf->log_number = cf->nimm ? cf->imm[0].log_number : cf->mem.log_number;
-        rc = db_write_manifest_locked(db);
         if (cf_install_sv(cf) != TDB_OK) set_bg_error(db, TDB_ERR_NOMEM, "superversion");
         if (rc == TDB_OK) db_delete_obsolete_wals(db);
         if (rc == TDB_OK) note_space_ok(db);
@@ -140,6 +168,7 @@ void db_flush_oldest(tdb_t *db, tdb_cf_t *cf) {
                (unsigned long long)ctx.bytes_written);
     }
     pthread_mutex_unlock(&db->manifest_mu);
+    version_unref(prev); /* after the new superversion: see invariant 6 */
     version_edit_free(&edit);
     memtable_unref(slot.mem);
     free(snaps);
@@ -162,6 +191,7 @@ static int run_compaction(tdb_t *db, tdb_cf_t *cf, compaction_t *c) {
 
     version_edit_t edit;
     memset(&edit, 0, sizeof edit);
+    version_t *prev = NULL;
     table_write_ctx_t ctx;
     writer_ctx(db, cf, &ctx, o.target_file_size);
     ctx.snapshots = snaps;
@@ -181,11 +211,17 @@ static int run_compaction(tdb_t *db, tdb_cf_t *cf, compaction_t *c) {
         if (!move) discard_outputs(db, &edit);
         if (rc == TDB_ERR_NO_SPACE) note_no_space(db, "compaction", false); /* inputs stay */
         else set_bg_error(db, rc, "compaction");
-    } else if ((rc = install_edit(db, cf, &edit)) != TDB_OK) {
+    } else if ((rc = install_edit(cf, &edit, &prev)) != TDB_OK) {
         if (!move) discard_outputs(db, &edit);
         set_bg_error(db, rc, "compaction install");
+    } else if ((rc = db_write_manifest_locked(db)) == TDB_ERR_NO_SPACE) {
+        /* The old MANIFEST stays, listing the inputs: so does the old
+         * version; retried later like a compaction out of space. */
+        undo_edit(cf, prev);
+        prev = NULL;
+        if (!move) discard_outputs(db, &edit);
+        note_no_space(db, "compaction (manifest)", false);
     } else {
-        rc = db_write_manifest_locked(db);
         if (cf_install_sv(cf) != TDB_OK) set_bg_error(db, TDB_ERR_NOMEM, "superversion");
         if (rc == TDB_OK && !move) note_space_ok(db);
         if (move) {
@@ -203,6 +239,7 @@ static int run_compaction(tdb_t *db, tdb_cf_t *cf, compaction_t *c) {
         }
     }
     pthread_mutex_unlock(&db->manifest_mu);
+    version_unref(prev); /* after the new superversion: see invariant 6 */
     compaction_release(cf->compactions, c);
     version_edit_free(&edit);
     version_unref(base);

@@ -131,12 +131,21 @@ int db_build_manifest(tdb_t *db, manifest_t *m) {
     return TDB_OK;
 }
 
-/* Persist the current state as the manifest (manifest_mu and mu held). */
+/* Persist the current state as the manifest (manifest_mu and mu held).
+ * TDB_ERR_NO_SPACE means the disk was full before the new MANIFEST replaced
+ * the old one: the durable MANIFEST is unchanged, nothing is sticky, and the
+ * caller must undo the in-memory change it was persisting (invariant 7).
+ * Any other failure is sticky. */
 int db_write_manifest_locked(tdb_t *db) {
     manifest_t m;
+    int renamed = 0;
     TDB_RET(db_build_manifest(db, &m));
-    int rc = manifest_write(db->env, db->path, &m);
+    int rc = manifest_replace(db->env, db->path, &m, &renamed);
     manifest_free(&m);
+    if (rc == TDB_ERR_NO_SPACE && !renamed) {
+        db_log(db, TDB_LOG_WARN, "manifest write out of space, the old MANIFEST stays: %s", tdb_last_error());
+        return rc;
+    }
     if (rc != TDB_OK) {
         db_log(db, TDB_LOG_ERROR, "manifest write failed: %s", tdb_last_error());
         /* The durable MANIFEST may still list tables the in-memory versions
@@ -144,6 +153,14 @@ int db_write_manifest_locked(tdb_t *db) {
          * which removes whatever the MANIFEST it reads does not list. */
         atomic_store(&db->keep_files, true);
         db_set_bg_error_locked(db, rc);
+        /* Out of space after the rename (syncing the directory): which
+         * MANIFEST a crash leaves is unknown, so it is sticky like an I/O
+         * error, and callers must not take it for the retryable case. */
+        if (rc == TDB_ERR_NO_SPACE) {
+            char detail[512];
+            snprintf(detail, sizeof detail, "%s", tdb_last_error());
+            rc = tdb_err(TDB_ERR_READ_ONLY, "manifest renamed in, then: %s", detail);
+        }
     }
     return rc;
 }

@@ -38,11 +38,17 @@
  *     deleted only once a MANIFEST without it is durable (the old
  *     superversion, which holds it, goes after the manifest write); after a
  *     failed manifest write no table is deleted until reopen (keep_files).
+ *     A flush or compaction installs its version, writes the manifest, and
+ *     only then publishes the superversion; if the manifest write ran out
+ *     of space before replacing the old MANIFEST (db_write_manifest_locked
+ *     returns TDB_ERR_NO_SPACE), it puts the old version (and log_number)
+ *     back, so memory never runs ahead of the durable MANIFEST.
  *  7. Errors: a failed fsync (WAL or manifest), a failed manifest write and
  *     any other write I/O error set the sticky bg_error (writes refused with
  *     TDB_ERR_READ_ONLY until reopen). Out of space (TDB_ERR_NO_SPACE) on a
  *     WAL append, a table write or fsync, a WAL creation, or a WAL fsync
- *     with only the failing group unsynced (wal.h) is not sticky: the write
+ *     with only the failing group unsynced (wal.h), or a manifest write
+ *     before its rename (invariant 6) is not sticky: the write
  *     fails with NO_SPACE and nothing of it is applied; the next write
  *     leader first continues in a fresh WAL (the torn one is cut back to
  *     its last complete record and synced, wal.h); a failed flush or

@@ -97,6 +97,10 @@ static inline int env_close(env_file_t *f) { return f ? f->env->close(f) : 0; }
 int env_read_exact(env_file_t *f, uint64_t off, void *buf, size_t n, const char *what);
 /* Write a whole file atomically: write tmp, sync, rename, sync dir. */
 int env_write_file_atomic(env_t *e, const char *dir, const char *name, const void *data, size_t n);
+/* The same, setting *renamed to 1 once the rename replaced <dir>/<name>
+ * (so a failure with *renamed == 0 left the old file as it was, and the
+ * temp file is removed). */
+int env_write_file_replace(env_t *e, const char *dir, const char *name, const void *data, size_t n, int *renamed);
 /* Read a whole file into a malloc'd buffer. */
 int env_read_file(env_t *e, const char *path, char **data, size_t *n);
 void env_free_list(char **names, size_t count);

@@ -33,12 +33,21 @@ static char *join_path(const char *dir, const char *name, const char *suffix) {
 }
 
 /* Write dir/name atomically: dir/name.tmp is written, synced and renamed
- * over dir/name, then dir is synced. On failure dir/name is untouched. */
+ * over dir/name, then dir is synced. A failure before the rename leaves
+ * dir/name untouched. */
 int env_write_file_atomic(env_t *e, const char *dir, const char *name, const void *data, size_t n) {
+    return env_write_file_replace(e, dir, name, data, n, NULL);
+}
+
+/* env_write_file_atomic, telling whether the rename happened: *renamed
+ * (if not NULL) is 1 once <dir>/<name> is the new file, even if the
+ * directory sync after it failed; 0 if the old file is untouched. */
+int env_write_file_replace(env_t *e, const char *dir, const char *name, const void *data, size_t n, int *renamed) {
     int rc = TDB_OK;
     env_file_t *f = NULL;
     char *tmp = join_path(dir, name, ".tmp");
     char *dst = join_path(dir, name, "");
+    if (renamed) *renamed = 0;
     if (!tmp || !dst) RAISE(TDB_ERR_NOMEM, "atomic write of %s/%s: out of memory", dir, name);
     TRY(e->open_writable(e, tmp, &f));
     TRY(env_append(f, data, n));
@@ -47,6 +56,7 @@ int env_write_file_atomic(env_t *e, const char *dir, const char *name, const voi
     f = NULL;
     if (rc != TDB_OK) goto err;
     TRY(e->rename(e, tmp, dst));
+    if (renamed) *renamed = 1;
     TRY(e->sync_dir(e, dir));
     free(tmp);
     free(dst);

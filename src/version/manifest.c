@@ -252,10 +252,15 @@ err:
 /* ---------------------------------------------------------------------- */
 
 /* Encode and atomically replace <dir>/MANIFEST. */
-int manifest_write(env_t *env, const char *dir, const manifest_t *m) {
+int manifest_write(env_t *env, const char *dir, const manifest_t *m) { return manifest_replace(env, dir, m, NULL); }
+
+/* manifest_write, telling whether the new MANIFEST replaced the old one
+ * (*renamed, see env_write_file_replace). */
+int manifest_replace(env_t *env, const char *dir, const manifest_t *m, int *renamed) {
     buf_t b = {0};
+    if (renamed) *renamed = 0;
     int rc = manifest_encode(m, &b);
-    if (rc == TDB_OK) rc = env_write_file_atomic(env, dir, MANIFEST_NAME, b.data, b.size);
+    if (rc == TDB_OK) rc = env_write_file_replace(env, dir, MANIFEST_NAME, b.data, b.size, renamed);
     buf_free(&b);
     return rc;
 }

@@ -2,7 +2,12 @@
  * version/manifest: the set of files forming the database, kept as one
  * snapshot file "MANIFEST" rewritten atomically (env_write_file_atomic:
  * temp file, fsync, rename, fsync dir) on every change, so a crash at any
- * point leaves either the old or the new manifest, never a mix.
+ * point leaves either the old or the new manifest, never a mix. The file is
+ * never appended to: a short write or a failed fsync (out of space, say)
+ * only ever hits MANIFEST.tmp, which is never read (open removes *.tmp),
+ * and a MANIFEST cut or damaged in any other way fails its whole-file
+ * checksum. So after a failure before the rename the next attempt writes a
+ * fresh snapshot; nothing is appended after a torn record.
  *
  * Format (all integers little-endian; docs/design/version.md):
  *
@@ -89,6 +94,10 @@ int manifest_encode(const manifest_t *m, buf_t *out);
 int manifest_decode(slice_t data, manifest_t *m, file_obsolete_fn fn, void *ctx);
 /* Atomically replace <dir>/MANIFEST with m. */
 int manifest_write(env_t *env, const char *dir, const manifest_t *m);
+/* The same; *renamed is 1 once the new file replaced the old one (a failure
+ * with *renamed == 0, such as running out of space while writing or
+ * syncing the temp file, left the old MANIFEST as it was). */
+int manifest_replace(env_t *env, const char *dir, const manifest_t *m, int *renamed);
 /* Read and decode <dir>/MANIFEST: TDB_ERR_NOT_FOUND if there is none. */
 int manifest_read(env_t *env, const char *dir, manifest_t *m, file_obsolete_fn fn, void *ctx);
 /* Append a family's options in the current (tagged) encoding. */
