@@ -417,6 +417,37 @@ TDB_API void tdb_txn_cancel_wait(tdb_txn_t *t);
 /* Sequence number of the transaction's snapshot. */
 TDB_API uint64_t tdb_txn_snapshot_sequence(const tdb_txn_t *t);
 
+/* Two-phase commit (XA; docs/design/txn.md, "Two-phase commit").
+ * tdb_txn_prepare validates t as its commit would (TDB_ERR_CONFLICT: t is
+ * finished, as after a failed commit) and logs its writes in the WAL as a
+ * PREPARED record named by xid (1..1024 opaque bytes, unique among the
+ * unresolved prepared transactions: TDB_ERR_EXISTS otherwise). The record
+ * is synced if `durable` is non-zero or a family written is TDB_SYNC_FULL
+ * (else per the sync mode, like a commit). A prepared transaction cannot
+ * fail any more: nothing it wrote is visible yet, its keys stay locked (its
+ * row locks if pessimistic; for every transaction, a conflicting
+ * transactional write, locking read or commit-time check of another
+ * transaction fails with TDB_ERR_CONFLICT; plain tdb_put is not checked),
+ * and only tdb_txn_commit (a small COMMIT marker; the writes become visible
+ * with new sequence numbers) and tdb_txn_rollback (a ROLLBACK marker) are
+ * accepted; other calls return TDB_ERR_INVALID_ARG. TDB_ERR_BUSY from
+ * back-pressure leaves t active (retry). Freeing a prepared t, closing the
+ * database or a crash leaves the transaction prepared: after the next open
+ * tdb_recover_prepared lists it and tdb_commit_prepared /
+ * tdb_rollback_prepared resolve it by xid. */
+TDB_API int tdb_txn_prepare(tdb_txn_t *t, const void *xid, size_t xid_len, int durable);
+/* Called with each prepared transaction's xid; non-zero stops the listing. */
+typedef int (*tdb_prepared_fn)(void *ctx, const void *xid, size_t xid_len);
+/* List the unresolved prepared transactions (recovered ones, and those of
+ * live handles); returns how many there are (>= 0) or an error. */
+TDB_API int tdb_recover_prepared(tdb_t *db, tdb_prepared_fn fn, void *ctx);
+/* Commit / roll back the prepared transaction xid: TDB_ERR_NOT_FOUND if
+ * none, TDB_ERR_BUSY while a live handle owns it (resolve it through the
+ * handle) or another call is resolving it. Durable per the sync mode of
+ * the families it wrote. */
+TDB_API int tdb_commit_prepared(tdb_t *db, const void *xid, size_t xid_len);
+TDB_API int tdb_rollback_prepared(tdb_t *db, const void *xid, size_t xid_len);
+
 /* ---------------------------------------------------------------------- */
 /* Maintenance and statistics                                              */
 /* ---------------------------------------------------------------------- */

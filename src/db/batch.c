@@ -7,6 +7,8 @@
 /* Reset the representation to an empty header. */
 static int batch_reset(tdb_batch_t *b) {
     buf_clear(&b->rep);
+    b->wal_marker = NULL;
+    b->wal_only = false;
     b->ncfs = 0;
     b->user_bytes = 0;
     char hdr[BATCH_HEADER] = {0};
@@ -168,14 +170,72 @@ static int64_t unzigzag(uint64_t z) { return (int64_t)(z >> 1) ^ -(int64_t)(z & 
 slice_t batch_wal_payload(tdb_batch_t *b, uint64_t *expected) {
     uint64_t seq = dec_fixed64(b->rep.data);
     uint32_t count = dec_fixed32(b->rep.data + 8);
+    buf_t *rec = &b->rep;
+    size_t spare_end = BATCH_HEADER;
+    if (b->wal_marker) { /* a transaction record (batch.h) in place of the entries */
+        rec = b->wal_marker;
+        spare_end = BATCH_WAL_SPARE;
+        if (b->wal_only) {
+            seq = *expected;
+            count = 0;
+        }
+    }
     char hdr[BATCH_WAL_SPARE];
     char *p = enc_varint64(hdr, zigzag((int64_t)(seq - *expected)));
     p = enc_varint32(p, count);
     size_t k = (size_t)(p - hdr);
-    char *start = b->rep.data + BATCH_HEADER - k;
+    char *start = rec->data + spare_end - k;
     memcpy(start, hdr, k);
     *expected = seq + count;
-    return slice_make(start, b->rep.size - BATCH_HEADER + k);
+    return slice_make(start, rec->size - spare_end + k);
+}
+
+int batch_txn_marker(buf_t *out, int kind, slice_t xid, tdb_batch_t *data) {
+    char head[BATCH_WAL_SPARE + 2] = {0};
+    head[BATCH_WAL_SPARE] = (char)BATCH_TXN_RECORD;
+    head[BATCH_WAL_SPARE + 1] = (char)kind;
+    buf_clear(out);
+    TDB_RET(buf_append(out, head, sizeof head));
+    TDB_RET(put_lenprefixed(out, xid));
+    if (kind != BATCH_TXN_PREPARE) return TDB_OK;
+    TDB_RET(put_varint32(out, dec_fixed32(data->rep.data + 8)));
+    return buf_append(out, data->rep.data + BATCH_HEADER, data->rep.size - BATCH_HEADER);
+}
+
+int batch_txn_record(slice_t payload, uint64_t *expected, batch_txn_rec_t *out) {
+    const char *p = payload.data, *limit = payload.data + payload.size;
+    uint64_t z;
+    uint32_t count;
+    if (!(p = dec_varint64(p, limit, &z)) || !(p = dec_varint32(p, limit, &count)) || p == limit ||
+        (unsigned char)*p != BATCH_TXN_RECORD)
+        return 0; /* a batch (batch_from_wal judges its header) */
+    memset(out, 0, sizeof *out);
+    p++;
+    out->kind = p < limit ? (unsigned char)*p++ : 0;
+    if (out->kind < BATCH_TXN_PREPARE || out->kind > BATCH_TXN_ROLLBACK)
+        return tdb_err(TDB_ERR_CORRUPTION, "transaction record of unknown kind %d", out->kind);
+    if (!(p = dec_lenprefixed(p, limit, &out->xid)) || out->xid.size == 0 || out->xid.size > BATCH_MAX_XID)
+        return tdb_err(TDB_ERR_CORRUPTION, "transaction record: malformed xid");
+    if (out->kind != BATCH_TXN_COMMIT) {
+        if (z != 0 || count != 0)
+            return tdb_err(TDB_ERR_CORRUPTION, "transaction record: numbered prepare or rollback");
+        if (out->kind == BATCH_TXN_PREPARE) {
+            if (!(p = dec_varint32(p, limit, &out->count)))
+                return tdb_err(TDB_ERR_CORRUPTION, "prepare record: malformed count");
+            out->entries = slice_make(p, (size_t)(limit - p));
+            return 1;
+        }
+    } else {
+        uint64_t seq = *expected + (uint64_t)unzigzag(z);
+        if (seq == 0 || seq > SEQ_MAX || count > SEQ_MAX - seq + 1)
+            return tdb_err(TDB_ERR_CORRUPTION, "commit record: sequence %llu with %u entries is out of range",
+                           (unsigned long long)seq, count);
+        out->seq = seq;
+        out->count = count;
+        *expected = seq + count;
+    }
+    if (p != limit) return tdb_err(TDB_ERR_CORRUPTION, "transaction record: %zu trailing bytes", (size_t)(limit - p));
+    return 1;
 }
 
 /* A rep in out: the in-memory header for (seq, count), then the entries. */

@@ -50,6 +50,34 @@ int batch_from_wal(slice_t payload, uint64_t *expected, buf_t *out);
 /* The same for a WAL written under manifest format <= 2, whose payloads
  * begin with the fixed 12-byte header. */
 int batch_from_wal_fixed(slice_t payload, buf_t *out);
+/* Transaction records (two-phase commit, docs/design/txn.md): a WAL payload
+ * whose compact header is followed by BATCH_TXN_RECORD, a byte no entry
+ * starts with, then a kind byte and the lenprefixed xid:
+ *   PREPARE   header (0, 0) | .. | varint32 count | entries: logged, not
+ *             numbered (the log's sequence state does not move)
+ *   COMMIT    header (seq - expected, count) | ..: the prepared entries of
+ *             xid are committed as sequences seq .. seq + count - 1
+ *   ROLLBACK  header (0, 0) | ..: the prepare of xid is void
+ * A prepare record is the same bytes in any log, so it can be rewritten
+ * into a newer WAL as it is. */
+#define BATCH_TXN_RECORD 0x3f
+enum { BATCH_TXN_PREPARE = 1, BATCH_TXN_COMMIT = 2, BATCH_TXN_ROLLBACK = 3 };
+#define BATCH_MAX_XID 1024
+typedef struct batch_txn_rec {
+    int kind;
+    slice_t xid;
+    uint64_t seq;    /* COMMIT: first sequence */
+    uint32_t count;  /* PREPARE, COMMIT: entries */
+    slice_t entries; /* PREPARE: the entries (checked by batch_iterate) */
+} batch_txn_rec_t;
+/* 1 and *out if payload is a transaction record (COMMIT advances *expected
+ * like a batch of count entries), 0 if it is a batch, TDB_ERR_CORRUPTION if
+ * it is a malformed transaction record. */
+int batch_txn_record(slice_t payload, uint64_t *expected, batch_txn_rec_t *out);
+/* Build in out the record of `kind` for xid (PREPARE: with data's entries),
+ * after BATCH_WAL_SPARE bytes for the header; set it as data's (or another
+ * batch's) wal_marker to log it in place of the entries. */
+int batch_txn_marker(buf_t *out, int kind, slice_t xid, tdb_batch_t *data);
 slice_t batch_rep(tdb_batch_t *b);
 void batch_set_seq(tdb_batch_t *b, uint64_t seq);
 uint32_t batch_count_raw(slice_t rep);

@@ -135,6 +135,10 @@ typedef struct writer {
     writer_validate_fn validate;
     void *vctx;
     bool sync;     /* a family it writes is TDB_SYNC_FULL */
+    /* A prepare or the commit of a prepared transaction: its registry entry,
+     * handed to db_prepared_logged by the leader once the record is in the
+     * WAL (db/prepared.c). */
+    struct prepared *prepared;
     bool interval; /* a family it writes is TDB_SYNC_INTERVAL */
     bool done;
     int rc;
@@ -163,6 +167,11 @@ struct tdb_batch {
     tdb_cf_t **cfs; /* distinct families referenced */
     int ncfs, capcfs;
     uint64_t user_bytes;
+    /* Two-phase commit (db/prepared.c): the WAL record is wal_marker (a
+     * transaction record, batch.h) instead of the entries. wal_only: a
+     * prepare, logged but neither numbered nor applied. */
+    buf_t *wal_marker;
+    bool wal_only;
 };
 
 /* A snapshot: the sequence it reads at, also listed in db->snapshots
@@ -237,6 +246,8 @@ struct tdb {
     /* Its counters for tdb_get_stats: waits, deadlocks, timeouts. */
     void (*lock_mgr_counts)(void *, uint64_t *waits, uint64_t *deadlocks, uint64_t *timeouts);
     atomic_uint_fast64_t next_txn_id;
+    /* Prepared transactions without an outcome (db/prepared.c). */
+    struct prepared_set *prepared;
     size_t mem_budget;                 /* max_memory_usage, resolved */
     size_t memtable_budget;            /* share of mem_budget for memtables */
 
@@ -254,9 +265,9 @@ struct tdb {
  * checked by scripts/check_layers.sh): a file calls only functions of the
  * files listed before it, so the file-level call graph has no cycle.
  *
- *   config, filename, batch, direct  (leaves)
+ *   config, filename, batch, direct, prepared  (leaves)
  *   <- state <- cf <- write_apply <- switch <- bg <- write_stall
- *   <- write_group <- write_direct <- write <- manual <- cf_api
+ *   <- write_group <- write_direct <- write <- write_prepared <- manual <- cf_api
  *   <- db_iter <- read <- open
  *
  * batch.h, filename.h and direct.h declare their files' functions;
@@ -277,6 +288,39 @@ int db_cf_sync_mode(const tdb_t *db, const tdb_cf_t *cf);
  * allocation if the entry does not fit); release with batch_release_single. */
 int batch_init_single(tdb_batch_t *b, char *stack, size_t stack_bytes, tdb_cf_t **cf1, size_t klen, size_t vlen);
 void batch_release_single(tdb_batch_t *b, const char *stack);
+
+/* ---- db/prepared.c: prepared transactions without an outcome ---- */
+typedef struct prepared prepared_t;
+int db_prepared_open(tdb_t *db);
+void db_prepared_close(tdb_t *db);
+/* Reserve xid for a prepare of b (TDB_ERR_EXISTS if taken): the entry
+ * holds a copy of the WAL record, not yet listed, relogged or checked. */
+int db_prepared_reserve(tdb_t *db, slice_t xid, tdb_batch_t *b, bool full_sync, prepared_t **out);
+/* Drop a reservation whose prepare failed. */
+void db_prepared_unreserve(tdb_t *db, prepared_t *p);
+/* The write leader, after p's record reached the WAL: a prepare becomes
+ * listed and its keys conflict; a commit marker ends the entry. */
+void db_prepared_logged(tdb_t *db, prepared_t *p, bool prepare);
+/* Replay of a prepare record: list it (replacing a relogged copy). */
+int db_prepared_recovered(tdb_t *db, const batch_txn_rec_t *r, slice_t payload);
+/* Replay of a commit or rollback marker: the entry (NULL if unknown). */
+prepared_t *db_prepared_find(tdb_t *db, slice_t xid);
+void db_prepared_remove(tdb_t *db, prepared_t *p);
+/* The entries of p as a rep numbered seq (recovery of a commit marker). */
+int db_prepared_rep(const prepared_t *p, uint64_t seq, buf_t *out);
+uint32_t db_prepared_count_entries(const prepared_t *p);
+/* Write every listed prepare record into the new WAL and sync it (wal_mu
+ * held, at rotation): old WALs never hold the only copy. */
+int db_prepared_relog_locked(tdb_t *db);
+/* Claim the listed entry of xid for a commit or rollback (TDB_ERR_NOT_FOUND,
+ * or TDB_ERR_BUSY if being resolved or, for !attached callers, owned by a
+ * live handle); db_prepared_end_resolve gives it back after a failure. */
+int db_prepared_begin_resolve(tdb_t *db, slice_t xid, bool attached, prepared_t **out);
+void db_prepared_end_resolve(tdb_t *db, prepared_t *p);
+/* A family it writes syncs fully: its markers are synced too. */
+bool db_prepared_full_sync(const prepared_t *p);
+/* The xids of the listed entries, lenprefixed, into out; *n of them. */
+int db_prepared_list(tdb_t *db, buf_t *out, int *n);
 
 /* ---- db/state.c: the sticky error, wake-ups, file lifetimes ---- */
 /* Enter the sticky error state and wake all waiters (mu held). */
@@ -370,6 +414,9 @@ void db_exit_exclusive(tdb_t *db, writer_t *w);
 int db_write_direct(tdb_t *db, tdb_batch_t *b, tdb_cf_t **cfs, int ncfs, bool interval, bool *queued);
 
 /* ---- db/write.c: db_write_validated, db_write_bounded (db/db_txn.h) ---- */
+
+/* ---- db/write_prepared.c: db_prepare, db_commit_prepared, db_rollback_prepared
+ * (db/db_txn.h); tdb_recover_prepared, tdb_commit_prepared, tdb_rollback_prepared ---- */
 
 /* ---- db/manual.c: tdb_flush, tdb_compact; db/cf_api.c: tdb_create_cf, ... ---- */
 

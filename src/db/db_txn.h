@@ -76,6 +76,25 @@ int db_write_validated(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *c
  * < 0 = none): past it TDB_ERR_BUSY, nothing applied, fn not called. */
 int db_write_bounded(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx, int64_t stall_timeout_ms);
 
+/* ---- two-phase commit (db/prepared.c, db/write_prepared.c) ---- */
+/* Log b as the PREPARE record of xid (TDB_ERR_EXISTS if xid is taken)
+ * through the write queue: fn validates it in the leader; synced if
+ * `durable` or a family is TDB_SYNC_FULL. Not numbered, not applied. The
+ * transaction stays attached: only db_commit_prepared / db_rollback_prepared
+ * with attached = true resolve it until db_prepared_detach. */
+int db_prepare(tdb_t *db, tdb_batch_t *b, slice_t xid, bool durable, writer_validate_fn fn, void *ctx,
+               int64_t stall_timeout_ms);
+/* Commit (a COMMIT marker; the entries numbered and applied) or roll back
+ * (a ROLLBACK marker) the prepared transaction of xid. */
+int db_commit_prepared(tdb_t *db, slice_t xid, bool attached);
+int db_rollback_prepared(tdb_t *db, slice_t xid, bool attached);
+/* The handle of xid went away: it stays prepared, resolvable by xid. */
+void db_prepared_detach(tdb_t *db, slice_t xid);
+/* 1 if a prepared transaction (logged, not resolved) wrote (cf, key). */
+int db_prepared_has_key(tdb_t *db, uint32_t cf_id, slice_t key);
+/* 1 if any prepared transaction is unresolved. */
+int db_prepared_any(tdb_t *db);
+
 /* ---- conflict checks (db/read.c) ---- */
 /* Newest committed entry of key in cf (any type, incl. deletions and range
  * tombstones covering key): 1 and its sequence, 0 if the key has no entry,

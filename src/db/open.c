@@ -43,6 +43,30 @@ static int flush_recovered(tdb_t *db, version_edit_t *edits, bool force) {
     return TDB_OK;
 }
 
+/* Replay a transaction record (db/prepared.c): a prepare is listed, not
+ * applied; a commit marker applies the prepared entries with its sequence
+ * numbers; a rollback marker drops them. Returns 1 or an error. */
+static int replay_txn_record(tdb_t *db, const batch_txn_rec_t *tr, slice_t rec, uint64_t number, buf_t *rep) {
+    if (tr->kind == BATCH_TXN_PREPARE) {
+        TDB_RET(db_prepared_recovered(db, tr, rec));
+        return 1;
+    }
+    prepared_t *p = db_prepared_find(db, tr->xid);
+    if (!p) return tdb_err(TDB_ERR_CORRUPTION, "%s marker of a transaction this log never prepared",
+                           tr->kind == BATCH_TXN_COMMIT ? "commit" : "rollback");
+    if (tr->kind == BATCH_TXN_COMMIT) {
+        if (tr->count != db_prepared_count_entries(p))
+            return tdb_err(TDB_ERR_CORRUPTION, "commit marker of %u entries for a prepare of %u", tr->count,
+                           db_prepared_count_entries(p));
+        TDB_RET(db_prepared_rep(p, tr->seq, rep));
+        TDB_RET(db_apply_batch(db, buf_slice(rep), number));
+        if (tr->count && tr->seq + tr->count - 1 > atomic_load(&db->last_seq))
+            atomic_store(&db->last_seq, tr->seq + tr->count - 1);
+    }
+    db_prepared_remove(db, p);
+    return 1;
+}
+
 /* Replay one WAL file into the memtables. */
 static int replay_wal(tdb_t *db, uint64_t number, bool newest, bool fixed_header, version_edit_t *edits) {
     char path[4096];
@@ -60,6 +84,20 @@ static int replay_wal(tdb_t *db, uint64_t number, bool newest, bool fixed_header
             break;
         }
         if (rc != TDB_OK) goto err;
+        if (!fixed_header) { /* a transaction record (two-phase commit)? */
+            batch_txn_rec_t tr;
+            rc = batch_txn_record(rec, &expected, &tr);
+            if (rc == 1) rc = replay_txn_record(db, &tr, rec, number, &rep);
+            if (rc < 0) {
+                rc = tdb_err(rc, "%s: record %llu: %s", path, (unsigned long long)records, tdb_last_error());
+                goto err;
+            }
+            if (rc == 1) {
+                records++;
+                TRY(flush_recovered(db, edits, false));
+                continue;
+            }
+        }
         rc = fixed_header ? batch_from_wal_fixed(rec, &rep) : batch_from_wal(rec, &expected, &rep);
         uint32_t count = batch_count_raw(buf_slice(&rep));
         uint64_t seq = rc == TDB_OK ? dec_fixed64(rep.data) : 0;
@@ -249,6 +287,7 @@ static void db_destroy(tdb_t *db) {
     atomic_store(&db->keep_files, true);
     db_stop_background(db);
     if (db->wal) wal_writer_close(db->wal, 1);
+    db_prepared_close(db); /* unresolved prepares stay in the WAL for the next open */
     for (uint32_t i = 0; i < db->ncf_slots; i++) cf_free(db->cfs[i]);
     free(db->cfs);
     free(db->threads);
@@ -316,6 +355,7 @@ int tdb_open_env(const char *path, const tdb_config_t *cfg, env_t *env, tdb_t **
     pthread_cond_init(&db->done_cv, NULL);
     if (!(db->path = strdup(path))) RAISE(TDB_ERR_NOMEM, "database");
     TRY(direct_open(db));
+    TRY(db_prepared_open(db));
     if (!db->env->exists(db->env, path)) {
         if (!c.create_if_missing) RAISE(TDB_ERR_NOT_FOUND, "%s does not exist (create_if_missing is off)", path);
         TRY(db->env->mkdir(db->env, path));

@@ -41,8 +41,14 @@ int db_rotate_wal(tdb_t *db) {
     db->wal_number = number;
     db->wal_expected_seq = 0;
     atomic_store(&db->wal_dirty, false);
+    rc = db_prepared_relog_locked(db); /* the new log holds every unresolved prepare (db/prepared.c) */
     pthread_mutex_unlock(&db->wal_mu);
     if (old) wal_writer_close(old, 0);
+    if (rc != TDB_OK) {
+        db_log(db, TDB_LOG_ERROR, "relog of prepared transactions failed: %s", tdb_last_error());
+        db_set_bg_error_locked(db, rc);
+        return rc;
+    }
     db->wal_nospace = false;
     return TDB_OK;
 err:
@@ -70,8 +76,13 @@ int db_resume_wal_after_nospace(tdb_t *db) {
     db->wal = nw;
     db->wal_expected_seq = 0;
     atomic_store(&db->wal_dirty, false);
+    int rc = db_prepared_relog_locked(db);
     pthread_mutex_unlock(&db->wal_mu);
     wal_writer_close(old, 0);
+    if (rc != TDB_OK) {
+        db_set_bg_error_locked(db, rc);
+        return rc;
+    }
     db->wal_nospace = false;
     return TDB_OK;
 }

@@ -95,7 +95,7 @@ static int apply_group(tdb_t *db, writer_t *self, writer_t *last) {
     int rc = TDB_OK, pending = 0;
     pthread_mutex_lock(&db->mu);
     for (writer_t *w = self->next; w && self != last; w = w->next) {
-        if (w->rc == TDB_OK && tdb_batch_count(w->batch) >= PARALLEL_APPLY_MIN_ENTRIES) {
+        if (w->rc == TDB_OK && !w->batch->wal_only && tdb_batch_count(w->batch) >= PARALLEL_APPLY_MIN_ENTRIES) {
             w->apply_now = true;
             w->apply_rc = TDB_OK;
             w->pending = &pending;
@@ -107,7 +107,8 @@ static int apply_group(tdb_t *db, writer_t *self, writer_t *last) {
     }
     pthread_mutex_unlock(&db->mu);
     for (writer_t *w = self;; w = w->next) {
-        if (w->rc == TDB_OK && !w->pending && rc == TDB_OK) rc = db_apply_batch(db, batch_rep(w->batch), 0);
+        if (w->rc == TDB_OK && !w->pending && !w->batch->wal_only && rc == TDB_OK)
+            rc = db_apply_batch(db, batch_rep(w->batch), 0);
         if (w == last) break;
     }
     pthread_mutex_lock(&db->mu);
@@ -130,7 +131,7 @@ static void commit_group(tdb_t *db, writer_t *self) {
     int ncfs = 0, capcfs = 0, n = 0, rc = TDB_OK;
     writer_t *last = self;
     size_t bytes = 0;
-    bool any_validate = false;
+    bool any_validate = false, any_prepared = false;
     /* Form the group: consecutive batch writers up to a byte budget. */
     for (writer_t *w = self; w && w->batch; w = w->next) {
         size_t sz = batch_rep(w->batch).size;
@@ -139,6 +140,7 @@ static void commit_group(tdb_t *db, writer_t *self) {
         last = w;
         n++;
         any_validate |= w->validate != NULL;
+        any_prepared |= w->prepared != NULL;
         tdb_cf_t **bc;
         int nb = batch_cfs(w->batch, &bc);
         for (int i = 0; i < nb && rc == TDB_OK; i++) rc = note_cf(&cfs, &ncfs, &capcfs, bc[i]);
@@ -184,10 +186,12 @@ static void commit_group(tdb_t *db, writer_t *self) {
             if (any_validate && w != last) {
                 TDB_TRET(batch_iterate(batch_rep(w->batch), gk_visit, &gk));
             }
-            batch_set_seq(w->batch, seq);
-            seq += tdb_batch_count(w->batch);
+            if (!w->batch->wal_only) { /* a prepare is logged, not numbered (db/write_prepared.c) */
+                batch_set_seq(w->batch, seq);
+                seq += tdb_batch_count(w->batch);
+                user_bytes += batch_user_bytes(w->batch);
+            }
             numbered[np++] = w->batch;
-            user_bytes += batch_user_bytes(w->batch);
             sync |= w->sync;
             dirty |= w->interval;
         }
@@ -208,6 +212,10 @@ static void commit_group(tdb_t *db, writer_t *self) {
                 atomic_store(&db->last_seq, seq - 1);
                 atomic_store(&db->visible_seq, seq - 1);
                 atomic_fetch_add(&db->ctr.user_bytes, user_bytes);
+                for (writer_t *w = self; any_prepared; w = w->next) { /* still leader: no rotation in between */
+                    if (w->rc == TDB_OK && w->prepared) db_prepared_logged(db, w->prepared, w->batch->wal_only);
+                    if (w == last) break;
+                }
             }
         }
     }

@@ -21,6 +21,13 @@
  *  5. Row locks (pessimistic) are taken before the buffered write and held
  *     until the transaction ends or rolls back past the savepoint that
  *     preceded them.
+ *  6. Two-phase commit: tdb_txn_prepare validates like a commit and logs the
+ *     writes as a PREPARED record (db_prepare); from then on the transaction
+ *     is PREPARED: it keeps its locks (its snapshot, reads and write buffer
+ *     are released: the db's registry holds the writes) and accepts only
+ *     commit and rollback (resolved by xid through the db), or free, which
+ *     leaves it prepared in the db. Keys of prepared transactions conflict
+ *     with the writes, locking reads and commit-time checks of others.
  * One transaction is used by one thread at a time; tdb_txn_cancel_wait is
  * the only call allowed from another thread.
  */
@@ -35,7 +42,7 @@
 #include "util/coding.h"
 #include "util/error.h"
 
-enum { TXN_ACTIVE, TXN_COMMITTED, TXN_ROLLED_BACK, TXN_FAILED };
+enum { TXN_ACTIVE, TXN_COMMITTED, TXN_ROLLED_BACK, TXN_FAILED, TXN_PREPARED };
 
 typedef struct txn_range {
     uint32_t cf_id;
@@ -68,6 +75,8 @@ struct tdb_txn {
     int nsps, capsps;
     int open_iters;
     tdb_batch_t *batch; /* commit batch, reused across runs */
+    buf_t xid;          /* PREPARED: its xid */
+    bool preparing;     /* in tdb_txn_prepare: written keys are checked at every level */
 };
 
 void tdb_txn_options_default(tdb_txn_options_t *o) {
@@ -86,6 +95,8 @@ static bool serializable(const tdb_txn_t *t) { return t->opts.isolation == TDB_I
 static int check_active(const tdb_txn_t *t) {
     if (!t) return tdb_err(TDB_ERR_INVALID_ARG, "transaction handle is NULL");
     if (t->state == TXN_ACTIVE) return TDB_OK;
+    if (t->state == TXN_PREPARED)
+        return tdb_err(TDB_ERR_INVALID_ARG, "transaction is prepared: only commit or rollback are allowed");
     static const char *names[] = {"active", "committed", "rolled back", "failed"};
     return tdb_err(TDB_ERR_INVALID_ARG, "transaction is %s: reset or free it", names[t->state]);
 }
@@ -173,6 +184,8 @@ int tdb_txn_begin(tdb_t *db, const tdb_txn_options_t *opts, tdb_txn_t **out) {
 int tdb_txn_reset(tdb_txn_t *t, const tdb_txn_options_t *opts) {
     if (!t) return tdb_err(TDB_ERR_INVALID_ARG, "transaction handle is NULL");
     if (t->open_iters) return tdb_err(TDB_ERR_INVALID_ARG, "destroy the transaction's iterators first");
+    if (t->state == TXN_PREPARED)
+        return tdb_err(TDB_ERR_INVALID_ARG, "transaction is prepared: commit or roll it back first");
     if (t->state == TXN_ACTIVE) txn_end(t, TXN_ROLLED_BACK);
     if (t->locks && !(opts && opts->pessimistic)) {
         lock_owner_destroy(t->locks);
@@ -183,10 +196,15 @@ int tdb_txn_reset(tdb_txn_t *t, const tdb_txn_options_t *opts) {
 
 void tdb_txn_free(tdb_txn_t *t) {
     if (!t) return;
+    if (t->state == TXN_PREPARED) { /* it stays prepared, resolvable by xid (invariant 6) */
+        db_prepared_detach(t->db, buf_slice(&t->xid));
+        txn_end(t, TXN_ROLLED_BACK);
+    }
     if (t->state == TXN_ACTIVE || t->snap) txn_end(t, TXN_ROLLED_BACK);
     if (t->locks) lock_owner_destroy(t->locks);
     if (t->wb) wbuf_destroy(t->wb);
     tdb_batch_destroy(t->batch);
+    buf_free(&t->xid);
     buf_free(&t->reads);
     free(t->ranges);
     free(t->sps);
@@ -226,6 +244,8 @@ static int track_read(tdb_txn_t *t, tdb_cf_t *cf, slice_t key) {
 static int lock_key(tdb_txn_t *t, tdb_cf_t *cf, slice_t key, int exclusive) {
     int64_t us = t->opts.lock_timeout_ms * 1000;
     TDB_RET(lock_acquire(t->locks, db_cf_id(cf), key, exclusive, us));
+    if (db_prepared_has_key(t->db, db_cf_id(cf), key))
+        return tdb_err(TDB_ERR_CONFLICT, "the key is written by a prepared transaction (not yet committed)");
     if (t->opts.isolation >= TDB_ISO_SNAPSHOT) {
         int r = db_changed_since(t->db, cf, key, t->snap_seq);
         if (r < 0) return r;
@@ -432,6 +452,13 @@ static int check_written(void *ctx, uint32_t cf_id, slice_t key, unsigned type, 
     (void)type;
     (void)value;
     validate_ctx_t *v = (validate_ctx_t *)ctx;
+    if (db_prepared_has_key(v->t->db, cf_id, key))
+        return tdb_err(TDB_ERR_CONFLICT, "a key is written by a prepared transaction (not yet committed)");
+    if (!checks_writes(v->t)) { /* a prepare still must not share a key with one in its group */
+        if (v->t->preparing && group_keys_has(v->earlier, cf_id, key))
+            return tdb_err(TDB_ERR_CONFLICT, "a key is written by an earlier member of the commit group");
+        return TDB_OK;
+    }
     int r = key_changed(v, txn_cf(v->t, cf_id), cf_id, key);
     if (r < 0) return r;
     return r ? tdb_err(TDB_ERR_CONFLICT, "write-write conflict: a key was committed after the snapshot") : TDB_OK;
@@ -443,7 +470,7 @@ static int validate(void *ctx, tdb_t *db, const group_keys_t *earlier) {
     validate_ctx_t v = {t, earlier};
     int rc = TDB_OK;
     (void)db;
-    if (checks_writes(t) && t->wb) {
+    if ((checks_writes(t) || t->preparing || db_prepared_any(t->db)) && t->wb) {
         rc = wbuf_foreach(t->wb, check_written, &v);
         if (rc != TDB_OK) return rc;
     }
@@ -455,6 +482,8 @@ static int validate(void *ctx, tdb_t *db, const group_keys_t *earlier) {
         if (!p) return tdb_err(TDB_ERR_CORRUPTION, "transaction read set");
         tdb_cf_t *cf = cf_by_id(t->db, cf_id);
         if (!cf || db_cf_dropped(cf)) continue;
+        if (db_prepared_has_key(t->db, cf_id, key))
+            return tdb_err(TDB_ERR_CONFLICT, "a key this transaction read is written by a prepared transaction");
         int r = key_changed(&v, cf, cf_id, key);
         if (r < 0) return r;
         if (r) return tdb_err(TDB_ERR_CONFLICT, "a key this transaction read was committed after its snapshot");
@@ -466,6 +495,9 @@ static int validate(void *ctx, tdb_t *db, const group_keys_t *earlier) {
         /* Writes of earlier group members are not yet visible to a range
          * check: be conservative. */
         if (earlier && earlier->n) return tdb_err(TDB_ERR_CONFLICT, "a range this transaction read may have changed");
+        /* Prepared writes are not in the data yet: be conservative too. */
+        if (db_prepared_any(t->db))
+            return tdb_err(TDB_ERR_CONFLICT, "a range this transaction read may hold a prepared transaction's writes");
         slice_t lo = buf_slice(&r->lo), hi = buf_slice(&r->hi);
         int c = db_range_changed(t->db, r->cf, r->lo_inf ? NULL : &lo, r->hi_inf ? NULL : &hi, t->snap_seq);
         if (c < 0) return c;
@@ -474,7 +506,26 @@ static int validate(void *ctx, tdb_t *db, const group_keys_t *earlier) {
     return TDB_OK;
 }
 
+/* Build the commit batch from the write buffer. */
+static int build_batch(tdb_txn_t *t) {
+    if (!t->batch) TDB_RET(tdb_batch_create(&t->batch));
+    else tdb_batch_clear(t->batch);
+    if (!t->wb) return TDB_OK;
+    build_ctx_t c = {t, t->batch};
+    return wbuf_foreach(t->wb, build_entry, &c);
+}
+
+/* Does the commit (or prepare) need the leader's check (invariant 3)? */
+static bool needs_validation(tdb_txn_t *t) {
+    return checks_writes(t) || t->reads.size || t->nranges || db_prepared_any(t->db);
+}
+
 int tdb_txn_commit(tdb_txn_t *t) {
+    if (t && t->state == TXN_PREPARED) {
+        int rc = db_commit_prepared(t->db, buf_slice(&t->xid), true);
+        if (rc == TDB_OK) txn_end(t, TXN_COMMITTED); /* else still prepared: retry or roll back */
+        return rc;
+    }
     int rc = check_active(t);
     if (rc != TDB_OK) return rc;
     if (t->open_iters) return tdb_err(TDB_ERR_INVALID_ARG, "destroy the transaction's iterators first");
@@ -486,21 +537,46 @@ int tdb_txn_commit(tdb_txn_t *t) {
         txn_end(t, rc == TDB_OK ? TXN_COMMITTED : TXN_FAILED);
         return rc;
     }
-    if (!t->batch) rc = tdb_batch_create(&t->batch);
-    else tdb_batch_clear(t->batch);
-    if (rc == TDB_OK) {
-        build_ctx_t c = {t, t->batch};
-        rc = wbuf_foreach(t->wb, build_entry, &c);
-    }
+    rc = build_batch(t);
     if (rc == TDB_OK)
-        rc = db_write_bounded(t->db, t->batch, (checks_writes(t) || check_reads) ? validate : NULL, t,
-                              t->opts.stall_timeout_ms);
+        rc = db_write_bounded(t->db, t->batch, needs_validation(t) ? validate : NULL, t, t->opts.stall_timeout_ms);
     if (rc == TDB_ERR_BUSY) return rc; /* back-pressure: still active, retry or roll back (invariant 4) */
     txn_end(t, rc == TDB_OK ? TXN_COMMITTED : TXN_FAILED);
     return rc;
 }
 
+int tdb_txn_prepare(tdb_txn_t *t, const void *xid, size_t xid_len, int durable) {
+    TDB_RET(check_active(t));
+    if (t->open_iters) return tdb_err(TDB_ERR_INVALID_ARG, "destroy the transaction's iterators first");
+    if (!xid || xid_len == 0) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_txn_prepare: empty xid");
+    buf_clear(&t->xid);
+    TDB_RET(buf_append(&t->xid, xid, xid_len));
+    int rc = build_batch(t);
+    t->preparing = true; /* validated always: no two prepared transactions share a key */
+    if (rc == TDB_OK)
+        rc = db_prepare(t->db, t->batch, buf_slice(&t->xid), durable != 0, validate, t, t->opts.stall_timeout_ms);
+    t->preparing = false;
+    /* Refused before anything was queued (xid taken or malformed) or by
+     * back-pressure: still active. */
+    if (rc == TDB_ERR_BUSY || rc == TDB_ERR_EXISTS || rc == TDB_ERR_INVALID_ARG) return rc;
+    if (rc != TDB_OK) {
+        txn_end(t, TXN_FAILED);
+        return rc;
+    }
+    /* Prepared: keep the locks, drop the rest (the db holds the writes). */
+    lock_owner_t *locks = t->locks;
+    t->locks = NULL;
+    txn_end(t, TXN_PREPARED);
+    t->locks = locks;
+    return TDB_OK;
+}
+
 int tdb_txn_rollback(tdb_txn_t *t) {
+    if (t && t->state == TXN_PREPARED) {
+        TDB_RET(db_rollback_prepared(t->db, buf_slice(&t->xid), true));
+        txn_end(t, TXN_ROLLED_BACK);
+        return TDB_OK;
+    }
     TDB_RET(check_active(t));
     if (t->open_iters) return tdb_err(TDB_ERR_INVALID_ARG, "destroy the transaction's iterators first");
     txn_end(t, TXN_ROLLED_BACK);
