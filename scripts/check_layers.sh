@@ -46,7 +46,7 @@ ORDER="util env wal memtable cache sst version db txn testing"
 WHITEBOX_DIRS="tests fuzz tools/stress"
 # Rule 6: the files of src/db, lowest first (docs/design/conventions.md).
 DB_ORDER="config filename batch direct prepared state cf write_apply switch bg write_stall
-write_group write_direct write write_prepared manual cf_api db_iter read open"
+write_group write_direct write write_prepared manual cf_api db_iter read open checkpoint"
 MAX_LINES=1000
 LINE_DEBT="
 tests/compaction_test.cc 1496

@@ -471,6 +471,30 @@ TDB_API int tdb_pause_background(tdb_t *db);
  * not paused. */
 TDB_API int tdb_continue_background(tdb_t *db);
 
+/* Checkpoint (online backup): write a consistent copy of the open database
+ * into the directory `dir`, which must not exist or be empty, while writes,
+ * flushes and compactions go on. The copy is the database as of one
+ * sequence number, stored in *seq (seq may be NULL): every write numbered
+ * up to it, in every column family, and none after (the sequence is that of
+ * tdb_get_stats' last_sequence; tdb_open of the copy reports it too).
+ * Open the copy with tdb_open like any database; from then on it and the
+ * source are independent. Tables are hard links where the filesystem
+ * allows (same filesystem) and copies otherwise; the write-ahead log is
+ * copied up to that sequence, so writes not yet flushed are in the copy
+ * whatever the sync mode; every file is synced. The copy is built in
+ * "<dir>.checkpoint-tmp" and renamed to `dir` only when complete, so a
+ * checkpoint interrupted by a crash or kill leaves no `dir`, and the next
+ * checkpoint to `dir` removes the leftover. Writers wait only while the
+ * state is captured (like a memtable switch). Errors leave nothing behind
+ * and never affect the database:
+ *  - TDB_ERR_EXISTS: dir exists and is not an empty directory;
+ *  - TDB_ERR_LOCKED: another checkpoint into dir is running;
+ *  - TDB_ERR_READ_ONLY: dir is on a read-only filesystem;
+ *  - TDB_ERR_NO_SPACE: out of space (the partial copy is removed);
+ *  - TDB_ERR_NOT_FOUND: dir's parent directory does not exist;
+ *  - TDB_ERR_IO: any other failure the OS reports. */
+TDB_API int tdb_checkpoint(tdb_t *db, const char *dir, uint64_t *seq);
+
 typedef struct tdb_level_stats {
     uint64_t files;
     uint64_t bytes;

@@ -268,7 +268,7 @@ struct tdb {
  *   config, filename, batch, direct, prepared  (leaves)
  *   <- state <- cf <- write_apply <- switch <- bg <- write_stall
  *   <- write_group <- write_direct <- write <- write_prepared <- manual <- cf_api
- *   <- db_iter <- read <- open
+ *   <- db_iter <- read <- open <- checkpoint
  *
  * batch.h, filename.h and direct.h declare their files' functions;
  * db_txn.h those the transaction layer uses too.
@@ -424,5 +424,7 @@ int db_write_direct(tdb_t *db, tdb_batch_t *b, tdb_cf_t **cfs, int ncfs, bool in
 
 /* ---- db/open.c: open, recovery, close ---- */
 int db_recover(tdb_t *db, bool *created);
+
+/* ---- db/checkpoint.c: tdb_checkpoint (public only) ---- */
 
 #endif

@@ -78,6 +78,11 @@ struct env {
     int (*unlock_file)(env_t *e, env_lock_t *lock);
     /* Microseconds on a monotonic clock. */
     uint64_t (*now_micros)(env_t *e);
+    /* Give the existing file `from` a second name `to` (a hard link; `to`
+     * must not exist): TDB_ERR_NOT_SUPPORTED where the filesystem cannot
+     * (`to` on another filesystem: EXDEV, or no hard links), and the caller
+     * copies instead. May be NULL: no hard links. */
+    int (*link)(env_t *e, const char *from, const char *to);
 };
 
 /* The process-wide POSIX environment. */

@@ -597,6 +597,16 @@ static int px_unlock_file(env_t *e, env_lock_t *l) {
     return rc;
 }
 
+/* link(2); NOT_SUPPORTED where the filesystem cannot link (across
+ * filesystems, or no hard links), so the caller copies. */
+static int px_link(env_t *e, const char *from, const char *to) {
+    if (link(from, to) == 0) return TDB_OK;
+    char tmp[128];
+    int en = errno;
+    int code = en == EXDEV || en == EPERM || en == EMLINK || en == EOPNOTSUPP ? TDB_ERR_NOT_SUPPORTED : tdb_errno_code(en);
+    return tdb_err(code, "link %s -> %s: %s", from, to, os_strerror(en, tmp, sizeof tmp));
+}
+
 /* Microseconds on CLOCK_MONOTONIC. */
 static uint64_t px_now_micros(env_t *e) {
     struct timespec ts;
@@ -626,6 +636,7 @@ static env_t g_posix_env = {
     .lock_file = px_lock_file,
     .unlock_file = px_unlock_file,
     .now_micros = px_now_micros,
+    .link = px_link,
 };
 
 /* The process-wide POSIX environment (a static singleton). */

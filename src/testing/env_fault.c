@@ -74,8 +74,8 @@ typedef struct ffh {
     char *path; /* normalized */
 } ffh_t;
 
-static const char *const g_op_names[FAULT_NUM_OPS] = {"append", "sync",   "read",   "rename",
-                                                      "sync_dir", "create", "open", "remove"};
+static const char *const g_op_names[FAULT_NUM_OPS] = {"append", "sync",   "read",   "rename", "sync_dir",
+                                                      "create", "open",   "remove", "link",   "mkdir"};
 
 /* Short name of an operation kind. */
 const char *fault_op_name(fault_op_t op) {
@@ -630,7 +630,9 @@ static int fe_mkdir(env_t *e, const char *path) {
     char *np = norm_path(path);
     if (!np) return tdb_err(TDB_ERR_NOMEM, "fault env: out of memory");
     pthread_rwlock_wrlock(&fe->lock);
-    TRY(mutation_begin(fe, -1, "mkdir", np));
+    TRY(mutation_begin(fe, FAULT_MKDIR, "mkdir", np));
+    int code = inject(fe, FAULT_MKDIR, np, NULL);
+    if (code) RAISE(code, "fault env: injected mkdir error on %s (%s)", np, tdb_strerror(code));
     int existed = fe->t->exists(fe->t, np);
     TRY(fe->t->mkdir(fe->t, np));
     if (!existed) {
@@ -642,6 +644,33 @@ static int fe_mkdir(env_t *e, const char *path) {
 err:
     pthread_rwlock_unlock(&fe->lock);
     free(np);
+    return rc;
+}
+
+/* link: the new name is an unsynced entry of its directory (a power loss
+ * removes it); the file's bytes are the source's, as durable as they are.
+ * A target without link() reports NOT_SUPPORTED, as EXDEV would. */
+static int fe_link(env_t *e, const char *from, const char *to) {
+    fault_env_t *fe = FE(e);
+    int rc = TDB_OK;
+    char *nf = norm_path(from), *nt = norm_path(to), *dir = NULL;
+    if (!nf || !nt) RAISE(TDB_ERR_NOMEM, "fault env: out of memory");
+    pthread_rwlock_wrlock(&fe->lock);
+    rc = mutation_begin(fe, FAULT_LINK, "link", nt);
+    int code = rc == TDB_OK ? inject(fe, FAULT_LINK, nt, NULL) : 0;
+    if (rc == TDB_OK && code) rc = tdb_err(code, "fault env: injected link error on %s -> %s (%s)", nf, nt, tdb_strerror(code));
+    if (rc == TDB_OK && !fe->t->link) rc = tdb_err(TDB_ERR_NOT_SUPPORTED, "link %s -> %s: no hard links", nf, nt);
+    if (rc == TDB_OK) rc = fe->t->link(fe->t, nf, nt);
+    if (rc == TDB_OK && !(dir = parent_of(nt))) rc = tdb_err(TDB_ERR_NOMEM, "fault env: out of memory");
+    if (rc == TDB_OK) {
+        rc = dirop_add(fe, DOP_CREATE, dir, nt, NULL, NULL);
+        dir = nt = NULL;
+    }
+    pthread_rwlock_unlock(&fe->lock);
+err:
+    free(nf);
+    free(nt);
+    free(dir);
     return rc;
 }
 
@@ -738,6 +767,7 @@ int fault_env_create(env_t *target, uint64_t seed, fault_env_t **out) {
     fe->env.lock_file = fe_lock_file;
     fe->env.unlock_file = fe_unlock_file;
     fe->env.now_micros = fe_now_micros;
+    fe->env.link = fe_link;
     fe->t = target;
     fe->rng = seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;
     if (!fe->rng) fe->rng = 1;

@@ -11,7 +11,8 @@
  *      - every file written through this env loses the bytes appended after
  *        its last successful sync() (FAULT_LOSS_ALL), or keeps only a random
  *        prefix of them (FAULT_LOSS_TORN: a torn, partially persisted write);
- *      - every directory entry change (file create, rename, remove, mkdir)
+ *      - every directory entry change (file create, link, rename, remove,
+ *        mkdir)
  *        made since the last successful sync_dir() of its directory is
  *        undone: created files and directories are deleted, renames are
  *        reverted (the replaced target reappears with its old content),
@@ -74,6 +75,8 @@ typedef enum fault_op {
     FAULT_CREATE,      /* open_writable()                                */
     FAULT_OPEN,        /* open_readable()                                */
     FAULT_REMOVE,      /* remove()                                       */
+    FAULT_LINK,        /* link(): e.g. TDB_ERR_NOT_SUPPORTED as EXDEV    */
+    FAULT_MKDIR,       /* mkdir(): e.g. TDB_ERR_READ_ONLY as EROFS       */
     FAULT_NUM_OPS
 } fault_op_t;
 
