@@ -440,6 +440,7 @@ static int build_entry(void *ctx, uint32_t cf_id, slice_t key, unsigned type, sl
 typedef struct validate_ctx {
     tdb_txn_t *t;
     const group_keys_t *earlier;
+    bool prepared; /* some transaction is prepared: check its keys (db_prepared_any, read once) */
 } validate_ctx_t;
 
 /* Has (cf, key) changed after the snapshot (or in the commit group)? */
@@ -452,7 +453,7 @@ static int check_written(void *ctx, uint32_t cf_id, slice_t key, unsigned type, 
     (void)type;
     (void)value;
     validate_ctx_t *v = (validate_ctx_t *)ctx;
-    if (db_prepared_has_key(v->t->db, cf_id, key))
+    if (v->prepared && db_prepared_has_key(v->t->db, cf_id, key))
         return tdb_err(TDB_ERR_CONFLICT, "a key is written by a prepared transaction (not yet committed)");
     if (!checks_writes(v->t)) { /* a prepare still must not share a key with one in its group */
         if (v->t->preparing && group_keys_has(v->earlier, cf_id, key))
@@ -467,10 +468,10 @@ static int check_written(void *ctx, uint32_t cf_id, slice_t key, unsigned type, 
 /* The commit-time check (see invariant 3). */
 static int validate(void *ctx, tdb_t *db, const group_keys_t *earlier) {
     tdb_txn_t *t = (tdb_txn_t *)ctx;
-    validate_ctx_t v = {t, earlier};
+    validate_ctx_t v = {t, earlier, db_prepared_any(t->db) != 0};
     int rc = TDB_OK;
     (void)db;
-    if ((checks_writes(t) || t->preparing || db_prepared_any(t->db)) && t->wb) {
+    if ((checks_writes(t) || t->preparing || v.prepared) && t->wb) {
         rc = wbuf_foreach(t->wb, check_written, &v);
         if (rc != TDB_OK) return rc;
     }
@@ -482,7 +483,7 @@ static int validate(void *ctx, tdb_t *db, const group_keys_t *earlier) {
         if (!p) return tdb_err(TDB_ERR_CORRUPTION, "transaction read set");
         tdb_cf_t *cf = cf_by_id(t->db, cf_id);
         if (!cf || db_cf_dropped(cf)) continue;
-        if (db_prepared_has_key(t->db, cf_id, key))
+        if (v.prepared && db_prepared_has_key(t->db, cf_id, key))
             return tdb_err(TDB_ERR_CONFLICT, "a key this transaction read is written by a prepared transaction");
         int r = key_changed(&v, cf, cf_id, key);
         if (r < 0) return r;
@@ -496,7 +497,7 @@ static int validate(void *ctx, tdb_t *db, const group_keys_t *earlier) {
          * check: be conservative. */
         if (earlier && earlier->n) return tdb_err(TDB_ERR_CONFLICT, "a range this transaction read may have changed");
         /* Prepared writes are not in the data yet: be conservative too. */
-        if (db_prepared_any(t->db))
+        if (v.prepared)
             return tdb_err(TDB_ERR_CONFLICT, "a range this transaction read may hold a prepared transaction's writes");
         slice_t lo = buf_slice(&r->lo), hi = buf_slice(&r->hi);
         int c = db_range_changed(t->db, r->cf, r->lo_inf ? NULL : &lo, r->hi_inf ? NULL : &hi, t->snap_seq);
