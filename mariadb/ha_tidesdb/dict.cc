@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -14,6 +15,7 @@ namespace tidesql {
 static const char *DICT_CF = "tidesql_dict";
 static const char *META_CF = "tidesql_meta";
 static const uchar TABLE_RECORD_V1 = 1;
+static const uchar TABLE_RECORD_V2 = 2; /* V1 + the .frm version */
 
 static tdb_t *s_db;
 static tdb_cf_t *s_dict;
@@ -36,13 +38,14 @@ static std::string cf_name(uint64_t id, uint n) {
   return buf;
 }
 /* Parse "t<id>_<n>"; false if the name is not a table family. */
-static bool parse_cf_name(const char *name, uint64_t *id) {
+static bool parse_cf_name(const char *name, uint64_t *id, uint *num = NULL) {
   unsigned long long v;
   unsigned n;
   char tail;
   if (name[0] != 't') return false;
   if (sscanf(name, "t%llu_%u%c", &v, &n, &tail) != 2) return false;
   *id = v;
+  if (num) *num = n;
   return true;
 }
 
@@ -50,10 +53,11 @@ struct TableRecord {
   uint64_t id = 0;
   bool hidden_pk = false;
   std::vector<std::string> cf_names;
+  std::string version; /* the .frm's tabledef_version (empty in V1) */
 };
 
 static std::string record_encode(const TableRecord &r) {
-  std::string s(1, (char)TABLE_RECORD_V1);
+  std::string s(1, (char)TABLE_RECORD_V2);
   append_be64(s, r.id);
   s.push_back(r.hidden_pk ? 1 : 0);
   s.push_back((char)(r.cf_names.size() >> 8));
@@ -63,13 +67,16 @@ static std::string record_encode(const TableRecord &r) {
     s.push_back((char)(n.size() & 0xff));
     s += n;
   }
+  s.push_back((char)r.version.size());
+  s += r.version;
   return s;
 }
 
 /* Decode a table record; false if damaged (never trusted). */
 static bool record_decode(const uchar *p, size_t len, TableRecord *r) {
   const uchar *end = p + len;
-  if (len < 12 || p[0] != TABLE_RECORD_V1) return false;
+  if (len < 12 || (p[0] != TABLE_RECORD_V1 && p[0] != TABLE_RECORD_V2)) return false;
+  bool v2 = p[0] == TABLE_RECORD_V2;
   r->id = get_be64(p + 1);
   r->hidden_pk = p[9] != 0;
   uint n = ((uint)p[10] << 8) | p[11];
@@ -82,6 +89,12 @@ static bool record_decode(const uchar *p, size_t len, TableRecord *r) {
     if ((size_t)(end - p) < l || l == 0 || l > TDB_MAX_CF_NAME) return false;
     r->cf_names.emplace_back((const char *)p, l);
     p += l;
+  }
+  r->version.clear();
+  if (v2) {
+    if (p == end || (size_t)(end - p - 1) < *p) return false;
+    r->version.assign((const char *)p + 1, *p);
+    p += 1 + *p;
   }
   return p == end;
 }
@@ -125,8 +138,9 @@ int dict_init(tdb_t *db) {
   if ((err = open_system_cf(DICT_CF, TDB_SYNC_FULL, &s_dict))) return err;
   if ((err = open_system_cf(META_CF, TDB_SYNC_NONE, &s_meta))) return err;
 
-  /* Live table ids and the id counter. */
+  /* Live table ids, their families and the id counter. */
   std::set<uint64_t> live;
+  std::set<std::string> live_cfs;
   tdb_iter_t *it;
   int rc = tdb_iter_create(s_db, s_dict, NULL, &it);
   if (rc != TDB_OK) return map_tdb_error(rc);
@@ -141,6 +155,7 @@ int dict_init(tdb_t *db) {
         continue;
       }
       live.insert(r.id);
+      live_cfs.insert(r.cf_names.begin(), r.cf_names.end());
       if (r.id >= s_next_id) s_next_id = r.id + 1;
     } else if (kl == 8 && memcmp(k, "Snext_id", 8) == 0 && vl == 8) {
       uint64_t n = get_be64(v);
@@ -151,14 +166,14 @@ int dict_init(tdb_t *db) {
   tdb_iter_destroy(it);
   if (rc != TDB_OK) return map_tdb_error(rc);
 
-  /* Invariant 1: drop families no table record refers to. */
+  /* Invariant 1: drop families no table record lists. */
   char **names;
   size_t count;
   rc = tdb_list_cfs(s_db, &names, &count);
   if (rc != TDB_OK) return map_tdb_error(rc);
   for (size_t i = 0; i < count; i++) {
     uint64_t id;
-    if (parse_cf_name(names[i], &id) && !live.count(id)) {
+    if (parse_cf_name(names[i], &id) && !live_cfs.count(names[i])) {
       log_info("TidesDB: dropping orphaned column family %s", names[i]);
       int drc = tdb_drop_cf(s_db, names[i]);
       if (drc != TDB_OK && drc != TDB_ERR_NOT_FOUND)
@@ -360,7 +375,7 @@ static void cache_retire(const std::string &name) {
 }
 
 int dict_create(const std::string &name, uint nkeys, bool hidden_pk, const tdb_cf_config_t &cfg,
-                uint64_t autoinc_start) {
+                uint64_t autoinc_start, const std::string &version) {
   std::lock_guard<std::mutex> g(g_dict_mu);
   /* A record under this name is stale (the server creates only names it
    * has no table for): replace it. */
@@ -368,6 +383,7 @@ int dict_create(const std::string &name, uint nkeys, bool hidden_pk, const tdb_c
   bool had_old = read_record(name, &old) == 0;
   TableRecord r;
   r.hidden_pk = hidden_pk;
+  r.version = version;
   uint64_t id = s_next_id++;
   int err = create_families(id, nkeys + (hidden_pk ? 1 : 0), cfg, &r);
   if (err) return err;
@@ -457,6 +473,7 @@ int dict_truncate(const std::string &name, TableDefPtr *out) {
       tdb_cf_config_default(&cfg);
     TableRecord r;
     r.hidden_pk = old.hidden_pk;
+    r.version = old.version;
     uint64_t id = s_next_id++;
     if ((err = create_families(id, (uint)old.cf_names.size(), cfg, &r))) return err;
     sysvars_crash_point("truncate_after_families");
@@ -481,6 +498,107 @@ int dict_truncate(const std::string &name, TableDefPtr *out) {
     drop_families(old);
   }
   return dict_get(name, out);
+}
+
+/* ---- in-place ALTER (ha_tidesdb_alter.cc) ---- */
+
+int dict_families(const std::string &name, std::vector<std::string> *cf_names) {
+  std::lock_guard<std::mutex> g(g_dict_mu);
+  TableRecord r;
+  int err = read_record(name, &r);
+  if (!err) *cf_names = r.cf_names;
+  return err;
+}
+
+int dict_alter_add_families(const std::string &name, uint n, std::vector<std::string> *names,
+                            std::vector<tdb_cf_t *> *cfs) {
+  std::lock_guard<std::mutex> g(g_dict_mu);
+  TableRecord r;
+  int err = read_record(name, &r);
+  if (err) return err;
+  uint next = 0;
+  for (const std::string &cn : r.cf_names) {
+    uint64_t id;
+    uint num;
+    if (parse_cf_name(cn.c_str(), &id, &num) && num >= next) next = num + 1;
+  }
+  tdb_cf_t *cf0;
+  tdb_cf_config_t cfg;
+  if (tdb_get_cf(s_db, r.cf_names[0].c_str(), &cf0) != TDB_OK || tdb_cf_get_config(cf0, &cfg) != TDB_OK)
+    tdb_cf_config_default(&cfg);
+  names->clear();
+  cfs->clear();
+  for (uint i = 0; i < n; i++) {
+    std::string cn = cf_name(r.id, next + i);
+    tdb_cf_t *cf;
+    int rc = tdb_create_cf(s_db, cn.c_str(), &cfg, &cf);
+    if (rc == TDB_ERR_EXISTS) { /* left by an ALTER cut short: listed by no record */
+      tdb_drop_cf(s_db, cn.c_str());
+      rc = tdb_create_cf(s_db, cn.c_str(), &cfg, &cf);
+    }
+    if (rc != TDB_OK) {
+      err = map_tdb_error(rc);
+      for (const std::string &made : *names) tdb_drop_cf(s_db, made.c_str());
+      names->clear();
+      cfs->clear();
+      return err;
+    }
+    names->push_back(cn);
+    cfs->push_back(cf);
+  }
+  return 0;
+}
+
+void dict_alter_drop_families(const std::vector<std::string> &names) {
+  TableRecord r;
+  r.cf_names = names;
+  drop_families(r);
+}
+
+int dict_alter_commit(const std::string &name, const std::vector<std::string> &cf_names,
+                      const std::string &version, bool keys_changed) {
+  std::lock_guard<std::mutex> g(g_dict_mu);
+  TableRecord old;
+  int err = read_record(name, &old);
+  if (err) return err;
+  TableRecord r = old;
+  r.cf_names = cf_names;
+  r.version = version;
+  sysvars_crash_point("alter_before_record");
+  tdb_batch_t *b;
+  if (tdb_batch_create(&b) != TDB_OK) return HA_ERR_OUT_OF_MEM;
+  std::string k = table_key(name), v = record_encode(r);
+  tdb_batch_put(b, s_dict, k.data(), k.size(), v.data(), v.size(), 0);
+  /* The counters live in the cached definition, persisted lazily
+   * (invariant 6): carry them over to the definition loaded next. */
+  auto cached = s_cache.find(name);
+  if (cached != s_cache.end() && (err = dict_put_counters(b, cached->second.get()))) {
+    tdb_batch_destroy(b);
+    return err;
+  }
+  if (keys_changed) { /* per-key statistics no longer line up */
+    std::string kk = meta_key('K', r.id);
+    tdb_batch_delete(b, s_meta, kk.data(), kk.size());
+  }
+  err = write_batch(b);
+  tdb_batch_destroy(b);
+  if (err) return err;
+  sysvars_crash_point("alter_after_record");
+  cache_retire(name);
+  /* Families the new record no longer lists (dropped indexes). */
+  TableRecord gone;
+  for (const std::string &n : old.cf_names)
+    if (std::find(cf_names.begin(), cf_names.end(), n) == cf_names.end()) gone.cf_names.push_back(n);
+  drop_families(gone);
+  return 0;
+}
+
+int dict_check_version(const std::string &name, const std::string &version) {
+  std::lock_guard<std::mutex> g(g_dict_mu);
+  TableRecord r;
+  int err = read_record(name, &r);
+  if (err) return err;
+  return r.version == version ? 0 : 1;
 }
 
 /* ---- counters ---- */

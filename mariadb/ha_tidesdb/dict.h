@@ -9,16 +9,21 @@
  *   tidesql_meta (sync NONE): "A" + id -> next AUTO_INCREMENT value
  *                              "R" + id -> row count (i64)
  *                              "K" + id -> index cardinalities
- * A table record: [1][table id u64][flags u8][cf count u16]
- *                 then per column family [name length u16][name].
- * Column family names are "t<id>_<n>": n = MariaDB key number, and for a
- * table without primary key the hidden-key data family is n = #keys.
- * Column families never change name; RENAME only rewrites the record.
+ * A table record: [2][table id u64][flags u8][cf count u16]
+ *                 then per column family [name length u16][name],
+ *                 then [length u8][the .frm's tabledef_version]
+ *                 (format 1, still read, has no version).
+ * The record lists the families in MariaDB key order (then the hidden-key
+ * data family). They are named "t<id>_<n>", n unique within the table: at
+ * CREATE n is the key number; an index added in place takes the next
+ * unused n. Column families never change name; RENAME and in-place ALTER
+ * only rewrite the record.
  *
  * Invariants (crash consistency of DDL)
- *  1. A column family named t<id>_<n> is live iff a table record with that
- *     id exists. At startup every t*_* family without a record is dropped
- *     (leftovers of a CREATE, DROP or TRUNCATE cut short by a crash).
+ *  1. A column family named t<id>_<n> is live iff a table record lists
+ *     it. At startup every t*_* family no record lists is dropped
+ *     (leftovers of a CREATE, DROP, TRUNCATE or ALTER cut short by a
+ *     crash).
  *  2. CREATE creates the families first, then writes the record (and the
  *     next id) in one synced batch: the table exists iff the batch landed.
  *  3. DROP deletes the record and the table's meta keys in one synced
@@ -33,6 +38,11 @@
  *     commit changed them and at shutdown; after a crash they may lag
  *     (auto-increment is then also bounded below by the largest key, row
  *     counts are estimates).
+ *  7. In-place ALTER (ha_tidesdb_alter.cc) creates the families of added
+ *     indexes first, then writes the new record (family list and the new
+ *     .frm's version) in one synced batch, then drops the families of
+ *     dropped indexes. The record's version tells crash recovery which .frm
+ *     the engine's table matches (handlerton check_version).
  *
  * Locking: g_dict_mu guards the name -> TableDef cache and serializes DDL.
  * A TableDef is shared by every handler of the table (shared_ptr); its
@@ -97,12 +107,26 @@ int dict_get(const std::string &name, TableDefPtr *out);
 /* Create the families and the record. nfamilies = keys (+1 if hidden pk);
  * cfg applies to every family. */
 int dict_create(const std::string &name, uint nkeys, bool hidden_pk, const tdb_cf_config_t &cfg,
-                uint64_t autoinc_start);
+                uint64_t autoinc_start, const std::string &version);
 int dict_drop(const std::string &name);
 int dict_rename(const std::string &from, const std::string &to);
 /* Replace the table's families by empty ones (new id); returns the new
  * definition. */
 int dict_truncate(const std::string &name, TableDefPtr *out);
+
+/* In-place ALTER (invariant 7). The families the record lists, in order. */
+int dict_families(const std::string &name, std::vector<std::string> *cf_names);
+/* Create n new families for the table (options of its first family). */
+int dict_alter_add_families(const std::string &name, uint n, std::vector<std::string> *names,
+                            std::vector<tdb_cf_t *> *cfs);
+/* Drop families no record lists (an ALTER rolled back). */
+void dict_alter_drop_families(const std::vector<std::string> &names);
+/* Replace the table's family list and .frm version (one synced batch),
+ * retire the cached definition, drop the families no longer listed. */
+int dict_alter_commit(const std::string &name, const std::vector<std::string> &cf_names,
+                      const std::string &version, bool keys_changed);
+/* 0 if the table's record carries this .frm version, 1 if another. */
+int dict_check_version(const std::string &name, const std::string &version);
 
 /* Add the table's current AUTO_INCREMENT and row count to a batch. */
 int dict_put_counters(tdb_batch_t *b, TableDef *def);

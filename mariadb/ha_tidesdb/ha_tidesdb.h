@@ -41,6 +41,11 @@
 
 namespace tidesql {
 
+/* Encoded key budget of an index (the library allows 64 KiB). */
+static const uint32 MAX_ENCODED_KEY = 16384;
+
+class TdbAlterCtx;
+
 /* What every handler of one TABLE_SHARE shares: the table lock. */
 class TdbShare : public Handler_share {
  public:
@@ -76,8 +81,14 @@ class ha_tidesdb : public handler {
   int delete_table(const char *name) override;
   int rename_table(const char *from, const char *to) override;
   int truncate() override;
+
+  /* ---- ALTER TABLE in place (ha_tidesdb_alter.cc) ---- */
   enum_alter_inplace_result check_if_supported_inplace_alter(TABLE *altered_table,
                                                              Alter_inplace_info *info) override;
+  bool can_convert_nocopy(const Field &field, const Column_definition &new_type) const override;
+  bool prepare_inplace_alter_table(TABLE *altered_table, Alter_inplace_info *info) override;
+  bool inplace_alter_table(TABLE *altered_table, Alter_inplace_info *info) override;
+  bool commit_inplace_alter_table(TABLE *altered_table, Alter_inplace_info *info, bool commit) override;
   void update_create_info(HA_CREATE_INFO *create_info) override;
   int optimize(THD *thd, HA_CHECK_OPT *check_opt) override;
 
@@ -129,6 +140,8 @@ class ha_tidesdb : public handler {
   Trx *trx();
   /* ha_tidesdb_autoinc.cc */
   void load_counters();
+  /* ha_tidesdb_alter.cc */
+  int build_indexes(TABLE *altered, TdbAlterCtx *ctx);
   /* ha_tidesdb_lock.cc */
   void serializable_reads(THD *thd);
   /* ha_tidesdb_stats.cc */
@@ -191,6 +204,11 @@ class ha_tidesdb : public handler {
   bool m_ignore_dup = false, m_can_replace = false, m_insert_update = false;
   uint m_dup_key = MAX_KEY;
 };
+
+/* handlerton check_version: crash recovery of an in-place ALTER asks
+ * whether the engine's table matches the new .frm (ha_tidesdb_alter.cc). */
+int alter_check_version(handlerton *hton, const char *path, const LEX_CUSTRING *version,
+                        ulonglong create_id);
 
 }  // namespace tidesql
 

@@ -6,10 +6,9 @@
  *  1. A table is created only if every index's encoded key (with the
  *     primary key appended to a secondary index) fits MAX_ENCODED_KEY;
  *     FULLTEXT and SPATIAL indexes, and temporary tables, are refused.
- *  2. A table's column families keep the options they were created with:
- *     an ALTER changing table options copies the table
- *     (check_if_supported_inplace_alter); every other ALTER gets the
- *     server's default answer (online DDL is to land in a file of its own).
+ *  2. The dictionary record of a table carries the version of the .frm
+ *     it was created or last altered with (dict.h); ALTER TABLE in place
+ *     is in ha_tidesdb_alter.cc.
  *  3. DROP, RENAME and TRUNCATE go through the dictionary (dict.h), which
  *     retires the old definition; open handlers re-fetch theirs at their
  *     next statement (ha_tidesdb.h, invariant 1). TRUNCATE rebinds at once.
@@ -17,20 +16,6 @@
 #include "ha_tidesdb.h"
 
 namespace tidesql {
-
-/* Encoded key budget (the library allows 64 KiB). */
-static const uint32 MAX_ENCODED_KEY = 16384;
-
-/* ---- ALTER TABLE ---- */
-
-/* How an ALTER can run: never in place when it changes table options. */
-enum_alter_inplace_result ha_tidesdb::check_if_supported_inplace_alter(TABLE *altered_table,
-                                                                       Alter_inplace_info *info) {
-  /* Column families keep the options they were created with: changing
-   * table options rebuilds the table. */
-  if (info->handler_flags & ALTER_CHANGE_CREATE_OPTION) return HA_ALTER_INPLACE_NOT_SUPPORTED;
-  return handler::check_if_supported_inplace_alter(altered_table, info);
-}
 
 /* ---- CREATE, DROP, RENAME, TRUNCATE ---- */
 
@@ -59,8 +44,9 @@ int ha_tidesdb::create(const char *name, TABLE *form, HA_CREATE_INFO *create_inf
   }
   tdb_cf_config_t cfg;
   sysvars_cf_config(s->option_struct, &cfg);
+  std::string version((const char *)s->tabledef_version.str, s->tabledef_version.length);
   int err = dict_create(dict_name_from_path(name), s->keys, s->primary_key == MAX_KEY, cfg,
-                        create_info->auto_increment_value);
+                        create_info->auto_increment_value, version);
   /* A library refusal (a table option in the server's range that the
    * library cannot honour, e.g. WRITE_BUFFER_SIZE=1, or an I/O error):
    * the server would only say "errno: 201 Unknown error"; say what. */

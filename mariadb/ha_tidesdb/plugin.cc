@@ -121,6 +121,7 @@ static int tidesdb_init(void *p) {
   hton->kill_query = trx_hton_kill_query;
   hton->show_status = show_engine_status;
   hton->table_options = g_table_options;
+  hton->check_version = alter_check_version;
   if (open_database()) return 1;
   ignore_db_dirs_append(DB_DIR + 2);
   int err = dict_init(g_db);

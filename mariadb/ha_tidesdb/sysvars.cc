@@ -271,6 +271,7 @@ struct StatusValues {
   ulonglong unified_memtable_active, tables, column_families;
   ulonglong conflicts, lock_deadlocks, lock_wait_timeouts, write_stalls_busy;
   ulonglong lock_waits, flushes_pending, compactions_pending;
+  ulonglong alter_instant, alter_inplace, alter_index_rows;
   char build[16];
 };
 static thread_local StatusValues t_sv;
@@ -319,6 +320,9 @@ static const SHOW_VAR status_template[] = {
     SV(lock_waits, SHOW_ULONGLONG),
     SV(flushes_pending, SHOW_ULONGLONG),
     SV(compactions_pending, SHOW_ULONGLONG),
+    SV(alter_instant, SHOW_ULONGLONG),
+    SV(alter_inplace, SHOW_ULONGLONG),
+    SV(alter_index_rows, SHOW_ULONGLONG),
     SV(build, SHOW_CHAR),
     {NullS, NullS, SHOW_LONG}};
 #undef SV
@@ -372,6 +376,9 @@ static int show_tidesdb_vars(THD *, SHOW_VAR *var, void *, struct system_status_
   v.dup_key_errors = g_counters.dup_key_errors;
   v.point_reads = g_counters.point_reads;
   v.iterators = g_counters.iterators;
+  v.alter_instant = g_counters.alter_instant;
+  v.alter_inplace = g_counters.alter_inplace;
+  v.alter_index_rows = g_counters.alter_index_rows;
   v.unified_memtable_active = g_unified_active;
   v.tables = dict_table_names().size();
   v.conflicts = Trx::s_conflicts;

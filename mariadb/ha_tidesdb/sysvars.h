@@ -59,6 +59,9 @@ void sysvars_crash_point(const char *point);
 struct Counters {
   std::atomic<ulonglong> rows_read{0}, rows_inserted{0}, rows_updated{0}, rows_deleted{0};
   std::atomic<ulonglong> dup_key_errors{0}, point_reads{0}, iterators{0};
+  /* ALTER TABLE in place: committed INSTANT and INPLACE (index build)
+   * alters, and rows read to build indexes. */
+  std::atomic<ulonglong> alter_instant{0}, alter_inplace{0}, alter_index_rows{0};
 };
 extern Counters g_counters;
 

@@ -13,7 +13,8 @@
  *   txn_iter.{h,cc}       ordered iterator in a transaction's view
  *   handlerton.{h,cc}     the server's transaction callbacks, THD <-> Trx
  *   ha_tidesdb.{h,cc}     the handler: capabilities, open/close, errors
- *   ha_tidesdb_ddl.cc     CREATE/DROP/RENAME/TRUNCATE, ALTER answers, OPTIMIZE
+ *   ha_tidesdb_ddl.cc     CREATE/DROP/RENAME/TRUNCATE, OPTIMIZE
+ *   ha_tidesdb_alter.cc   ALTER TABLE in place: INSTANT, index builds
  *   ha_tidesdb_lock.cc    table and row lock modes, statement boundaries
  *   ha_tidesdb_autoinc.cc AUTO_INCREMENT and hidden row id counters
  *   ha_tidesdb_stats.cc   info(), sizes, rec_per_key, ANALYZE

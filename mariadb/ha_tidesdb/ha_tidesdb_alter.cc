@@ -1,0 +1,406 @@
+/* ha_tidesdb ALTER TABLE in place: which changes run INSTANT, which
+ * INPLACE, and the build of added indexes (see ha_tidesdb.h; the
+ * dictionary side is dict.h, invariant 7).
+ *
+ * What a change touches in our storage (row_format.h, key_codec.h):
+ *  - the dictionary record holds no column: names, defaults, comments and
+ *    index names live only in the .frm;
+ *  - a row value is the null bytes then Field::pack() of each stored
+ *    column in column order: adding, dropping, reordering a column or
+ *    changing its type or nullability changes every row (COPY);
+ *  - a VARCHAR packs its length in 1 byte up to 255 bytes of capacity, else
+ *    2: extending it on the same side of 255 leaves the packed row as it
+ *    is; index keys encode it at its full width, so only a column no index
+ *    uses is extended in place;
+ *  - an index is a column family listed in the record in key order.
+ *
+ * Answers
+ *  INSTANT: RENAME COLUMN, column DEFAULT, RENAME INDEX, index comment and
+ *    IGNORED, DROP CHECK, table COMMENT, VARCHAR extension (above), DROP
+ *    INDEX (not the primary key; its family is dropped after the commit),
+ *    RENAME TO — and any mix of these.
+ *  INPLACE (NOCOPY, LOCK=SHARED): ADD INDEX / ADD UNIQUE (not the primary
+ *    key), with any INSTANT change. Writes are blocked while the index is
+ *    built from the data family; LOCK=NONE is refused with the reason.
+ *  Everything else: HA_ALTER_INPLACE_NOT_SUPPORTED (with a reason where
+ *    it is ours: table options, key changes, index limits), so that
+ *    ALGORITHM=INSTANT/INPLACE/NOCOPY is an error and the default copies.
+ *  Counters (AUTO_INCREMENT, rows) move to the new definition in the
+ *  record's batch.
+ *
+ * Invariants
+ *  1. A new index is written only to its own new family, which no record
+ *     lists until commit: a failed, killed or crashed build leaves the
+ *     table as it was (the family is dropped at rollback or next start).
+ *  2. The engine's switch to the new definition is the one synced write
+ *     of the table's record (dict_alter_commit), in commit, before the
+ *     server renames the new .frm into place; the record carries the new
+ *     .frm's version, which recovery compares (alter_check_version) to
+ *     keep the .frm that matches.
+ *  3. A new index's rows are durable (tdb_sync) before the record lists it.
+ */
+#include "ha_tidesdb.h"
+
+#include "row_format.h"
+
+#include <string.h>
+
+#include <set>
+
+namespace tidesql {
+
+/* Changes that leave every stored byte as it is. */
+static const alter_table_operations INSTANT_OPS =
+    ALTER_COLUMN_NAME | ALTER_RENAME_COLUMN | ALTER_CHANGE_COLUMN_DEFAULT |
+    ALTER_COLUMN_TYPE_CHANGE_BY_ENGINE | ALTER_RENAME_INDEX | ALTER_INDEX_IGNORABILITY |
+    ALTER_CHANGE_INDEX_COMMENT | ALTER_DROP_CHECK_CONSTRAINT | ALTER_RENAME | ALTER_CHANGE_CREATE_OPTION |
+    ALTER_INDEX_ORDER | ALTER_DROP_NON_UNIQUE_NON_PRIM_INDEX | ALTER_DROP_UNIQUE_INDEX;
+/* Changes that build new index families. */
+static const alter_table_operations ADD_INDEX_OPS = ALTER_ADD_NON_UNIQUE_NON_PRIM_INDEX | ALTER_ADD_UNIQUE_INDEX;
+
+/* Rows of an index build written per batch. */
+static const size_t BUILD_BATCH_ROWS = 10000;
+
+/* What prepare decided, for inplace and commit. */
+class TdbAlterCtx : public inplace_alter_handler_ctx {
+ public:
+  std::vector<std::string> cf_names;   /* the new record's list, key order */
+  std::vector<uint> added;             /* new key numbers built here */
+  std::vector<tdb_cf_t *> added_cfs;   /* their families */
+  std::vector<std::string> added_names;
+  bool keys_changed = false;
+  bool committed = false;
+  ~TdbAlterCtx() override {
+    /* Never committed (an error before commit(false) was called): invariant 1. */
+    if (!committed && !added_names.empty()) dict_alter_drop_families(added_names);
+  }
+};
+
+/* Same stored index: same parts over the same columns, same flags. */
+static bool same_key(const KEY *a, const KEY *b) {
+  const ulong f = HA_NOSAME | HA_NULL_PART_KEY | HA_FULLTEXT | HA_SPATIAL;
+  if (a->user_defined_key_parts != b->user_defined_key_parts || ((a->flags ^ b->flags) & f) ||
+      a->algorithm != b->algorithm)
+    return false;
+  for (uint i = 0; i < a->user_defined_key_parts; i++) {
+    const KEY_PART_INFO *p = &a->key_part[i], *q = &b->key_part[i];
+    if (p->fieldnr != q->fieldnr || p->length != q->length ||
+        ((p->key_part_flag ^ q->key_part_flag) & HA_REVERSE_SORT))
+      return false;
+  }
+  return true;
+}
+
+/* For each key of the new table: the old key it keeps (its family), or -1
+ * for a key added by this ALTER. False if a kept key's name cannot be
+ * traced or its stored form would change. */
+static bool map_keys(TABLE *table, TABLE *altered, Alter_inplace_info *info, std::vector<int> *old_of_new) {
+  old_of_new->assign(altered->s->keys, -1);
+  for (uint j = 0; j < altered->s->keys; j++) {
+    KEY *nk = &altered->key_info[j];
+    bool added = false;
+    for (uint a = 0; a < info->index_add_count; a++)
+      if (info->index_add_buffer[a] == j) added = true; /* positions in the new key array */
+    if (added) continue;
+    const char *old_name = nk->name.str;
+    for (const auto &rk : info->rename_keys)
+      if (!strcmp(rk.new_key->name.str, nk->name.str)) old_name = rk.old_key->name.str;
+    int found = -1;
+    for (uint k = 0; k < table->s->keys; k++) {
+      bool dropped = false;
+      for (uint d = 0; d < info->index_drop_count; d++)
+        if (info->index_drop_buffer[d] == &table->key_info[k]) dropped = true;
+      if (!dropped && !strcmp(table->key_info[k].name.str, old_name)) found = (int)k;
+    }
+    if (found < 0 || !same_key(&table->key_info[found], nk)) return false;
+    (*old_of_new)[j] = found;
+  }
+  return true;
+}
+
+/* Whether the new index nk can be built here; else why not. */
+static const char *cannot_build(TABLE *altered, const KEY *nk) {
+  if (nk->flags & (HA_FULLTEXT | HA_SPATIAL) || nk->algorithm == HA_KEY_ALG_LONG_HASH)
+    return "TidesDB builds only plain B-tree-like (LSM) indexes in place";
+  for (uint i = 0; i < nk->user_defined_key_parts; i++)
+    if (!nk->key_part[i].field->stored_in_db()) return "TidesDB does not build an index on a virtual column in place";
+  IndexCodec c;
+  c.init(nk);
+  uint32 len = c.full_len();
+  if (altered->s->primary_key != MAX_KEY) {
+    IndexCodec pk;
+    pk.init(&altered->key_info[altered->s->primary_key]);
+    len += pk.full_len();
+  }
+  if (len > MAX_ENCODED_KEY) return "the index key is too long for TidesDB";
+  return NULL;
+}
+
+/* A VARCHAR widened within its length bytes, on a column no index uses:
+ * the packed row is unchanged (see the file comment). */
+bool ha_tidesdb::can_convert_nocopy(const Field &field, const Column_definition &new_type) const {
+  if (field.real_type() != MYSQL_TYPE_VARCHAR || new_type.type_handler() != field.type_handler())
+    return false;
+  if (new_type.charset != field.charset() || !new_type.compression_method() != !field.compression_method() ||
+      field.compression_method())
+    return false;
+  if (new_type.length < field.field_length || (new_type.length > 255) != (field.field_length > 255))
+    return false;
+  for (uint k = 0; k < table->s->keys; k++) {
+    const KEY *key = &table->key_info[k];
+    for (uint i = 0; i < key->user_defined_key_parts; i++)
+      if (key->key_part[i].fieldnr == field.field_index + 1) return false;
+  }
+  return true;
+}
+
+/* How an ALTER can run (see the file comment). */
+enum_alter_inplace_result ha_tidesdb::check_if_supported_inplace_alter(TABLE *altered_table,
+                                                                       Alter_inplace_info *info) {
+  alter_table_operations f = info->handler_flags;
+  /* A change of the rows themselves: the server's own message
+   * (ER_ALTER_OPERATION_NOT_SUPPORTED, "Try ALGORITHM=COPY"), as for any
+   * engine that copies; the cases below say why in TidesDB's terms. */
+  if (f & ~(INSTANT_OPS | ADD_INDEX_OPS)) return HA_ALTER_INPLACE_NOT_SUPPORTED;
+  if (f & ALTER_CHANGE_CREATE_OPTION) {
+    HA_CREATE_INFO *ci = info->create_info;
+    /* Column families keep the options they were created with. */
+    if ((ci->used_fields & ~(ulong)HA_CREATE_USED_COMMENT) || ci->option_list ||
+        table->s->row_type != ci->row_type) {
+      info->unsupported_reason = "TidesDB applies table options other than COMMENT by rebuilding the table";
+      return HA_ALTER_INPLACE_NOT_SUPPORTED;
+    }
+  }
+  if (altered_table->versioned() || table->versioned()) {
+    info->unsupported_reason = "TidesDB alters system-versioned tables by copying";
+    return HA_ALTER_INPLACE_NOT_SUPPORTED;
+  }
+  if ((table->s->primary_key == MAX_KEY) != (altered_table->s->primary_key == MAX_KEY)) {
+    info->unsupported_reason = "TidesDB rewrites every row when the primary key changes";
+    return HA_ALTER_INPLACE_NOT_SUPPORTED;
+  }
+  std::vector<int> old_of_new;
+  if (!map_keys(table, altered_table, info, &old_of_new)) {
+    info->unsupported_reason = "TidesDB rebuilds an index whose columns or order change";
+    return HA_ALTER_INPLACE_NOT_SUPPORTED;
+  }
+  bool adds = false;
+  for (uint j = 0; j < altered_table->s->keys; j++) {
+    if (old_of_new[j] >= 0) continue;
+    adds = true;
+    if (altered_table->s->primary_key == j) {
+      info->unsupported_reason = "TidesDB rewrites every row when the primary key changes";
+      return HA_ALTER_INPLACE_NOT_SUPPORTED;
+    }
+    if (const char *why = cannot_build(altered_table, &altered_table->key_info[j])) {
+      info->unsupported_reason = why;
+      return HA_ALTER_INPLACE_NOT_SUPPORTED;
+    }
+  }
+  if (!adds) return HA_ALTER_INPLACE_INSTANT;
+  /* Reported if LOCK=NONE was asked. */
+  info->unsupported_reason = "TidesDB builds a new index with writes blocked (LOCK=SHARED)";
+  return HA_ALTER_INPLACE_NOCOPY_LOCK;
+}
+
+/* Decide the new family list; create the families of added indexes. */
+bool ha_tidesdb::prepare_inplace_alter_table(TABLE *altered_table, Alter_inplace_info *info) {
+  std::vector<int> old_of_new;
+  if (!map_keys(table, altered_table, info, &old_of_new)) {
+    my_error(ER_INTERNAL_ERROR, MYF(0), "TidesDB: ALTER cannot trace the table's indexes");
+    return true;
+  }
+  std::vector<std::string> old_names;
+  int err = dict_families(m_def->name, &old_names);
+  if (err) {
+    print_error(err, MYF(0));
+    return true;
+  }
+  TdbAlterCtx *ctx = new TdbAlterCtx;
+  info->handler_ctx = ctx;
+  for (uint j = 0; j < altered_table->s->keys; j++)
+    if (old_of_new[j] < 0) ctx->added.push_back(j);
+  if (!ctx->added.empty() &&
+      (err = dict_alter_add_families(m_def->name, (uint)ctx->added.size(), &ctx->added_names, &ctx->added_cfs))) {
+    print_error(err, MYF(0));
+    return true;
+  }
+  size_t a = 0;
+  for (uint j = 0; j < altered_table->s->keys; j++)
+    ctx->cf_names.push_back(old_of_new[j] < 0 ? ctx->added_names[a++] : old_names[old_of_new[j]]);
+  if (m_def->hidden_pk) ctx->cf_names.push_back(old_names.back());
+  ctx->keys_changed = info->index_add_count || info->index_drop_count || table->s->keys != altered_table->s->keys;
+  for (uint j = 0; j < altered_table->s->keys && !ctx->keys_changed; j++)
+    ctx->keys_changed = old_of_new[j] != (int)j;
+  return false;
+}
+
+/* Build the added indexes from a snapshot of the data family
+ * (writes are blocked: LOCK=SHARED). */
+bool ha_tidesdb::inplace_alter_table(TABLE *altered_table, Alter_inplace_info *info) {
+  TdbAlterCtx *ctx = static_cast<TdbAlterCtx *>(info->handler_ctx);
+  if (!ctx || ctx->added.empty()) return false;
+  int err = build_indexes(altered_table, ctx);
+  if (err == HA_ERR_FOUND_DUPP_KEY) return true; /* reported by build_indexes */
+  if (err) {
+    print_error(err, MYF(0));
+    return true;
+  }
+  return false;
+}
+
+/* Scan the data family once; write each added index's entries (layout in
+ * row_format.h) into its family. A duplicate in a UNIQUE index stops the
+ * build with ER_DUP_ENTRY. */
+int ha_tidesdb::build_indexes(TABLE *altered, TdbAlterCtx *ctx) {
+  TABLE_SHARE *ns = altered->s;
+  const size_t n = ctx->added.size();
+  std::vector<IndexCodec> codecs(n);
+  for (size_t i = 0; i < n; i++) codecs[i].init(&altered->key_info[ctx->added[i]]);
+  KEY *pki = m_def->hidden_pk ? NULL : &altered->key_info[ns->primary_key];
+  std::vector<std::set<std::string>> pending(n); /* unique keys of the batch not yet written */
+  uchar *rec = altered->record[0];
+  THD *thd = ha_thd();
+
+  tdb_snapshot_t *snap = tdb_snapshot_create(g_db);
+  if (!snap) return HA_ERR_OUT_OF_MEM;
+  tdb_iter_t *it = NULL;
+  tdb_batch_t *b = NULL;
+  int err = 0, rc = tdb_iter_create(g_db, data_cf(), snap, &it);
+  if (rc != TDB_OK) {
+    err = map_tdb_error(rc);
+    goto done;
+  }
+  if (tdb_batch_create(&b) != TDB_OK) {
+    err = HA_ERR_OUT_OF_MEM;
+    goto done;
+  }
+  {
+    std::string key, val, pk;
+    size_t rows = 0;
+    for (tdb_iter_seek_to_first(it); tdb_iter_valid(it); tdb_iter_next(it)) {
+      size_t kl, vl;
+      const uchar *k = (const uchar *)tdb_iter_key(it, &kl);
+      const uchar *v = (const uchar *)tdb_iter_value(it, &vl);
+      if ((err = row_unpack(altered, v, vl, rec))) goto done;
+      pk.assign((const char *)k, kl);
+      for (size_t i = 0; i < n; i++) {
+        KEY *ki = &altered->key_info[ctx->added[i]];
+        key.resize(codecs[i].full_len());
+        bool has_null = codecs[i].encode(altered, rec, codecs[i].parts(), (uchar *)&key[0]);
+        bool unique = (ki->flags & HA_NOSAME) && !has_null;
+        if (!unique) key.append(pk);
+        if (unique) {
+          void *dv;
+          size_t dl;
+          bool dup = pending[i].count(key) > 0;
+          if (!dup) {
+            rc = tdb_get(g_db, ctx->added_cfs[i], NULL, key.data(), key.size(), &dv, &dl);
+            if (rc == TDB_OK) {
+              tdb_free(dv);
+              dup = true;
+            } else if (rc != TDB_ERR_NOT_FOUND) {
+              err = map_tdb_error(rc);
+              goto done;
+            }
+          }
+          if (dup) {
+            print_keydup_error(altered, ki, MYF(0));
+            err = HA_ERR_FOUND_DUPP_KEY;
+            goto done;
+          }
+          pending[i].insert(key);
+        }
+        val.resize(pk.size() + ki->key_length + (pki ? pki->key_length : 0));
+        uchar *p = (uchar *)&val[0];
+        memcpy(p, pk.data(), pk.size());
+        p += pk.size();
+        key_copy(p, rec, ki, ki->key_length, true);
+        if (pki) key_copy(p + ki->key_length, rec, pki, pki->key_length, true);
+        if ((rc = tdb_batch_put(b, ctx->added_cfs[i], key.data(), key.size(), val.data(), val.size(), 0)) !=
+            TDB_OK) {
+          err = map_tdb_error(rc);
+          goto done;
+        }
+      }
+      g_counters.alter_index_rows++;
+      if (++rows % BUILD_BATCH_ROWS == 0) {
+        if (thd_killed(thd)) {
+          err = HA_ERR_ABORTED_BY_USER;
+          goto done;
+        }
+        for (;;) {
+          rc = tdb_write(g_db, b);
+          if (rc != TDB_ERR_BUSY) break;
+        }
+        if (rc != TDB_OK) {
+          err = map_tdb_error(rc);
+          goto done;
+        }
+        tdb_batch_clear(b);
+        for (auto &s : pending) s.clear();
+        sysvars_crash_point("alter_build_batch");
+      }
+    }
+    if ((rc = tdb_iter_status(it)) != TDB_OK) {
+      err = map_tdb_error(rc);
+      goto done;
+    }
+    if (tdb_batch_count(b)) {
+      while ((rc = tdb_write(g_db, b)) == TDB_ERR_BUSY) {
+      }
+      if (rc != TDB_OK) {
+        err = map_tdb_error(rc);
+        goto done;
+      }
+    }
+    /* Invariant 3. */
+    if ((rc = tdb_sync(g_db)) != TDB_OK) err = map_tdb_error(rc);
+  }
+done:
+  if (b) tdb_batch_destroy(b);
+  if (it) tdb_iter_destroy(it);
+  tdb_snapshot_release(g_db, snap);
+  return err;
+}
+
+/* Commit: switch the dictionary to the new family list and .frm version
+ * (invariant 2). Rollback: drop the families built (invariant 1). */
+bool ha_tidesdb::commit_inplace_alter_table(TABLE *altered_table, Alter_inplace_info *info, bool commit) {
+  TdbAlterCtx *ctx = static_cast<TdbAlterCtx *>(info->handler_ctx);
+  if (!ctx) return false;
+  if (!commit) {
+    if (!ctx->added_names.empty()) dict_alter_drop_families(ctx->added_names);
+    ctx->added_names.clear();
+    ctx->committed = true;
+    return false;
+  }
+  close_iter();
+  const LEX_CUSTRING &v = altered_table->s->tabledef_version;
+  std::string version((const char *)v.str, v.length);
+  int err = dict_alter_commit(m_def->name, ctx->cf_names, version, ctx->keys_changed);
+  if (err) {
+    print_error(err, MYF(0));
+    return true;
+  }
+  ctx->committed = true;
+  if (ctx->added.empty())
+    g_counters.alter_instant++;
+  else
+    g_counters.alter_inplace++;
+  return false;
+}
+
+/* Crash recovery of an in-place ALTER (handlerton check_version): 0 if
+ * the engine's table already carries the new .frm's version. */
+int alter_check_version(handlerton *, const char *path, const LEX_CUSTRING *version, ulonglong) {
+  /* path: <datadir>/<db>/<table>; the dictionary knows "db/table". */
+  std::string p(path);
+  size_t t = p.rfind('/');
+  if (t == std::string::npos || t == 0) return 1;
+  size_t d = p.rfind('/', t - 1);
+  std::string name = p.substr(d == std::string::npos ? 0 : d + 1);
+  return dict_check_version(name, std::string((const char *)version->str, version->length)) == 0 ? 0 : 1;
+}
+
+}  // namespace tidesql
