@@ -104,11 +104,15 @@ int sst_reader_verify(sst_reader_t *r) {
             buf_free(&bnd);
         }
         if (rc == TDB_OK && entries > 0) {
-            if (ikey_compare(buf_slice(&first), buf_slice(&lo)) < 0) {
+            /* first and prev are stored keys: order them without the
+             * separated-value flag, as the writer recorded the bounds (a
+             * flagged point at sequence 0 would otherwise sort before a
+             * tombstone bound on the same user key). */
+            if (sst_key_cmp(buf_slice(&first), buf_slice(&lo)) < 0) {
                 buf_clear(&lo);
                 rc = buf_append(&lo, first.data, first.size);
             }
-            if (rc == TDB_OK && ikey_compare(buf_slice(&prev), buf_slice(&hi)) > 0) {
+            if (rc == TDB_OK && sst_key_cmp(buf_slice(&prev), buf_slice(&hi)) > 0) {
                 buf_clear(&hi);
                 rc = buf_append(&hi, prev.data, prev.size);
             }
