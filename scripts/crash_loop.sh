@@ -13,7 +13,7 @@
 #
 # usage: scripts/crash_loop.sh [--cycles N] [--duration SEC] [--sync MODE|all]
 #          [--threads N] [--keys N] [--cfs N] [--seed N] [--build DIR]
-#          [--workdir DIR] [--keep] [-- extra tdb_stress flags]
+#          [--workdir DIR] [--keep] [--recovery_times FILE] [-- extra tdb_stress flags]
 #   --cycles N      kill cycles per sync mode (default 10)
 #   --duration SEC  longest a run lives before the kill (default 2)
 #   --sync MODE     none, interval, full or all (default all)
@@ -21,6 +21,9 @@
 #                   (default build-rel; configured and built if missing)
 #   --workdir DIR   databases and logs (default: a fresh temp dir)
 #   --keep          keep the workdir even if everything passed
+#   --recovery_times FILE  append "mode microseconds" per cycle: the time
+#                   tdb_open took to recover what the kill left (STRESS_OPEN)
+# Per mode: crash_loop MODE cycles=.. ... recovery_ms_p50=.. p99=.. max=..
 # Last line:
 #   CRASH_LOOP_TOTAL cycles=.. ops=.. reads_verified=.. keys_verified=.. inflight=.. failures=..
 # Exit status 0 if every cycle verified, 1 if not (logs kept, repro printed).
@@ -28,7 +31,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
-cycles=10 duration=2 sync=all threads=4 keys=5000 cfs=3 seed=1 build=build-rel workdir="" keep=0
+cycles=10 duration=2 sync=all threads=4 keys=5000 cfs=3 seed=1 build=build-rel workdir="" keep=0 rtimes=""
 extra=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -42,8 +45,9 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --workdir) workdir=$2; shift 2 ;;
     --keep) keep=1; shift ;;
+    --recovery_times) rtimes=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "crash_loop.sh: unknown argument $1" >&2; exit 3 ;;
     esac
 done
@@ -65,12 +69,17 @@ total_cycles=0 total_ops=0 total_reads=0 total_keys=0 total_inflight=0 failures=
 
 # Value of name=... in a line.
 field() { sed -n "s/.*[ ]$1=\([0-9]*\).*/\1/p" <<<"$2" | head -1; }
+# p50, p99 and max (nearest rank, in ms) of the microsecond figures on stdin.
+percentiles() { sort -n | awk '{ v[NR] = $1 } END {
+    if (NR == 0) { print "recovery_ms_p50=- p99=- max=-"; exit }
+    i50 = int(NR * 0.50 + 0.999999); i99 = int(NR * 0.99 + 0.999999)
+    printf "recovery_ms_p50=%.1f p99=%.1f max=%.1f\n", v[i50] / 1000, v[i99] / 1000, v[NR] / 1000 }'; }
 
 for mode in $modes; do
     db="$workdir/db-$mode"
     rm -rf "$db" "$db.expected"
     common=(--db="$db" --sync="$mode" --threads="$threads" --keys="$keys" --cfs="$cfs" --seed="$seed")
-    m_ops=0 m_reads=0 m_keys=0 m_inflight=0 m_cycles=0
+    m_ops=0 m_reads=0 m_keys=0 m_inflight=0 m_cycles=0 m_rec=""
     t0=$SECONDS
     for ((c = 1; c <= cycles; c++)); do
         slog="$workdir/logs/$mode-$c.stress.log" vlog="$workdir/logs/$mode-$c.verify.log"
@@ -108,10 +117,16 @@ for mode in $modes; do
         m_keys=$((m_keys + $(field keys "$verify")))
         m_inflight=$((m_inflight + $(field pending "$verify")))
         m_cycles=$((m_cycles + 1))
+        rec=$(sed -n 's/^STRESS_OPEN us=\([0-9]*\).*/\1/p' "$vlog" | head -1)
+        if [ -n "$rec" ]; then
+            m_rec="$m_rec$rec"$'\n'
+            [ -z "$rtimes" ] || echo "$mode $rec" >>"$rtimes"
+        fi
         [ "$keep" -eq 1 ] || rm -f "$slog" "$vlog"
     done
-    printf "crash_loop %-8s cycles=%d ops=%d reads_verified=%d keys_verified=%d inflight=%d seconds=%d\n" \
-        "$mode" "$m_cycles" "$m_ops" "$m_reads" "$m_keys" "$m_inflight" $((SECONDS - t0))
+    printf "crash_loop %-8s cycles=%d ops=%d reads_verified=%d keys_verified=%d inflight=%d seconds=%d %s\n" \
+        "$mode" "$m_cycles" "$m_ops" "$m_reads" "$m_keys" "$m_inflight" $((SECONDS - t0)) \
+        "$(printf '%s' "$m_rec" | grep . | percentiles)"
     total_cycles=$((total_cycles + m_cycles)) total_ops=$((total_ops + m_ops))
     total_reads=$((total_reads + m_reads)) total_keys=$((total_keys + m_keys))
     total_inflight=$((total_inflight + m_inflight))

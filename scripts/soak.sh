@@ -9,11 +9,15 @@
 #   - the simulated power-loss suite (fault_test FaultPowerLoss.*).
 #
 # usage: scripts/soak.sh [--minutes M] [--cycles N] [--build DIR] [--seed N]
-#                        [--no-write-faults]
+#                        [--rounds R] [--no-write-faults]
 #   --minutes M        wall-clock budget (default 10); the round running at
 #                      the deadline is finished
 #   --cycles N         kill cycles per sync mode per round (default 8)
+#   --rounds R         stop after R rounds even if time is left (the 500-cycle
+#                      soak: --rounds 4 --cycles 42 --minutes 120, 504 kills)
 #   --no-write-faults  inject only read errors in the fault run
+# Per sync mode, over all rounds: SOAK_RECOVERY mode=.. cycles=.. recovery_ms_p50=.. p99=.. max=..
+# (tdb_open after each kill -9, from tdb_stress's STRESS_OPEN line)
 # Last line:
 #   SOAK_TOTAL minutes=.. rounds=.. cycles=.. ops=.. reads_verified=.. keys_verified=.. faults_injected=.. failures=..
 # (faults_injected = kills + injected I/O errors + simulated power losses)
@@ -21,15 +25,16 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
-minutes=10 cycles_per_mode=8 build=build-rel seed=$(( $(date +%s) % 100000 )) wfaults=1
+minutes=10 max_rounds=0 cycles_per_mode=8 build=build-rel seed=$(( $(date +%s) % 100000 )) wfaults=1
 while [ $# -gt 0 ]; do
     case "$1" in
     --minutes) minutes=$2; shift 2 ;;
     --cycles) cycles_per_mode=$2; shift 2 ;;
+    --rounds) max_rounds=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --no-write-faults) wfaults=0; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "soak.sh: unknown argument $1" >&2; exit 3 ;;
     esac
 done
@@ -39,18 +44,20 @@ cmake -G Ninja -S "$ROOT" -B "$build" -U TDB_SUBSYSTEMS -DCMAKE_BUILD_TYPE=RelWi
 STRESS="$build/tools/stress/tdb_stress"
 work=$(mktemp -d "${TMPDIR:-/tmp}/tdb-soak-XXXXXX")
 field() { sed -n "s/.*[ ]$1=\([0-9]*\).*/\1/p" <<<"$2" | head -1; }
+rtimes="$work/recovery_times"
+: >"$rtimes"
 
 deadline=$((SECONDS + minutes * 60))
 rounds=0 cycles=0 ops=0 reads=0 keys=0 faults=0 failures=0
 echo "soak: seed $seed, ${minutes} min, work dir $work"
-while [ $SECONDS -lt $deadline ] && [ $failures -eq 0 ]; do
+while [ $SECONDS -lt $deadline ] && [ $failures -eq 0 ] && { [ "$max_rounds" -eq 0 ] || [ $rounds -lt "$max_rounds" ]; }; do
     rounds=$((rounds + 1))
     s=$((seed + rounds))
     k=$(( (2000 + (s * 7919) % 20000) ))
     unified=$((rounds % 2))
     # 1. crash loop, all sync modes
     out=$(scripts/crash_loop.sh --cycles "$cycles_per_mode" --duration 3 --sync all --keys "$k" --seed "$s" --build "$build" \
-        --workdir "$work/crash-$rounds" -- --unified="$unified" 2>&1)
+        --workdir "$work/crash-$rounds" --recovery_times "$rtimes" -- --unified="$unified" 2>&1)
     st=$?
     echo "$out" | grep -E "^crash_loop|^FAIL|repro" | sed "s/^/round $rounds: /"
     tot=$(grep "^CRASH_LOOP_TOTAL" <<<"$out")
@@ -92,6 +99,12 @@ while [ $SECONDS -lt $deadline ] && [ $failures -eq 0 ]; do
         grep -E "Failure|crash point" "$log" | head -10
         break
     fi
+done
+for mode in none interval full; do
+    awk -v m="$mode" '$1 == m { print $2 }' "$rtimes" | sort -n | awk -v m="$mode" '{ v[NR] = $1 } END {
+        if (NR == 0) { printf "SOAK_RECOVERY mode=%s cycles=0\n", m; exit }
+        i50 = int(NR * 0.50 + 0.999999); i99 = int(NR * 0.99 + 0.999999)
+        printf "SOAK_RECOVERY mode=%s cycles=%d recovery_ms_p50=%.1f p99=%.1f max=%.1f\n", m, NR, v[i50] / 1000, v[i99] / 1000, v[NR] / 1000 }'
 done
 echo "SOAK_TOTAL minutes=$(( (SECONDS + 30) / 60 )) rounds=$rounds cycles=$cycles ops=$ops reads_verified=$reads keys_verified=$keys faults_injected=$faults failures=$failures"
 [ $failures -eq 0 ] && rm -rf "$work"

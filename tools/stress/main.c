@@ -5,6 +5,7 @@
  *
  * Output lines meant for scripts (scripts/crash_loop.sh):
  *   STRESS_START run=N seed=S previous=clean|crashed prev_ops=.. prev_reads=.. prev_writes=..
+ *   STRESS_OPEN us=..   (tdb_open of what the previous run left: the recovery time)
  *   STRESS_VERIFY when=.. keys=.. pending=.. resolved_new=.. resolved_old=.. ms=..
  *   STRESS_DONE ops=.. reads_verified=.. writes=.. faults=.. recoveries=.. seconds=..
  *   STRESS_FAIL <what went wrong>            (exit status 1)
@@ -233,7 +234,9 @@ int main(int argc, char **argv) {
     if (s->o.read_fault_prob > 0 || s->o.write_fault_prob > 0) {
         if (fault_env_create(env_posix(), s->o.seed ^ (h->runs << 20), &s->fe) != TDB_OK) return 2;
     }
+    uint64_t open_us = stress_now_us();
     if (stress_open_db(s) != TDB_OK) return 1;
+    printf("STRESS_OPEN us=%llu\n", (unsigned long long)(stress_now_us() - open_us));
     stress_verify_all(s, s->o.verify_only ? "verify_only" : "startup");
     for (int t = 0; t < STRESS_MAX_THREADS; t++) {
         h->threads[t].ops = h->threads[t].reads_verified = h->threads[t].writes_acked = 0;
