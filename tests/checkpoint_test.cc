@@ -5,6 +5,7 @@
 //    acknowledged but not flushed are in it, under every sync mode;
 //  - is independent of the source afterwards (writes and compactions of
 //    either never show in or break the other);
+//  - keeps a prepared (two-phase) transaction prepared;
 //  - is built by one checkpoint at a time per target directory;
 //  - after a kill -9 during a checkpoint, is either absent or complete.
 // Error cases and power loss at every step: checkpoint_fault_test.cc.
@@ -349,6 +350,59 @@ TEST(Checkpoint, OneCheckpointPerTargetAtATime) {
     }
     RecordProperty("locked", locked);
     ASSERT_EQ(tdb_close(db), TDB_OK);
+}
+
+// A transaction prepared (two-phase commit) before the checkpoint and not
+// yet resolved is prepared in the copy too, also when a flush rotated the
+// WAL in between (the prepare is relogged): the copy lists it, does not show
+// its write, and commits it by xid; its commit in the source after the
+// checkpoint does not show in the copy.
+TEST(Checkpoint, PreparedTransactionStaysPreparedInTheCopy) {
+    for (bool flush : {false, true}) {
+        SCOPED_TRACE(flush ? "flushed after the prepare" : "prepare in the active WAL");
+        TempDir dir;
+        std::string src = dir.file("src"), ck = dir.file("ck");
+        tdb_config_t c = SmallConfig(TDB_SYNC_FULL);
+        tdb_t *db = nullptr;
+        ASSERT_EQ(tdb_open(src.c_str(), &c, &db), TDB_OK) << tdb_last_error();
+        tdb_cf_t *cf = nullptr;
+        ASSERT_EQ(tdb_get_cf(db, TDB_DEFAULT_CF, &cf), TDB_OK);
+        std::string k = "prepared-key", v = "v", other = "plain-key";
+        ASSERT_EQ(tdb_put(db, cf, other.data(), other.size(), v.data(), v.size(), 0), TDB_OK);
+        tdb_txn_t *t = nullptr;
+        ASSERT_EQ(tdb_txn_begin(db, nullptr, &t), TDB_OK);
+        ASSERT_EQ(tdb_txn_put(t, cf, k.data(), k.size(), v.data(), v.size(), 0), TDB_OK);
+        ASSERT_EQ(tdb_txn_prepare(t, "xid-1", 5, 1), TDB_OK) << tdb_last_error();
+        if (flush) {
+            ASSERT_EQ(tdb_flush(db, nullptr), TDB_OK);
+        }
+        uint64_t seq = 0;
+        ASSERT_EQ(tdb_checkpoint(db, ck.c_str(), &seq), TDB_OK) << tdb_last_error();
+        ASSERT_EQ(tdb_txn_commit(t), TDB_OK) << tdb_last_error();  // in the source only
+        tdb_txn_free(t);
+
+        tdb_t *ckdb = nullptr;
+        ASSERT_EQ(ckpt::OpenExisting(ck, &ckdb), TDB_OK) << tdb_last_error();
+        tdb_cf_t *ccf = nullptr;
+        ASSERT_EQ(tdb_get_cf(ckdb, TDB_DEFAULT_CF, &ccf), TDB_OK);
+        std::vector<std::string> xids;
+        auto collect = [](void *ctx, const void *x, size_t n) {
+            ((std::vector<std::string> *)ctx)->emplace_back((const char *)x, n);
+            return 0;
+        };
+        EXPECT_EQ(tdb_recover_prepared(ckdb, collect, &xids), 1);
+        EXPECT_EQ(xids, std::vector<std::string>{"xid-1"});
+        void *val = nullptr;
+        size_t vl = 0;
+        EXPECT_EQ(tdb_get(ckdb, ccf, nullptr, k.data(), k.size(), &val, &vl), TDB_ERR_NOT_FOUND);
+        ASSERT_EQ(tdb_get(ckdb, ccf, nullptr, other.data(), other.size(), &val, &vl), TDB_OK);
+        tdb_free(val);
+        ASSERT_EQ(tdb_commit_prepared(ckdb, "xid-1", 5), TDB_OK) << tdb_last_error();
+        ASSERT_EQ(tdb_get(ckdb, ccf, nullptr, k.data(), k.size(), &val, &vl), TDB_OK);
+        tdb_free(val);
+        ASSERT_EQ(tdb_close(ckdb), TDB_OK);
+        ASSERT_EQ(tdb_close(db), TDB_OK);
+    }
 }
 
 struct KillShared {
