@@ -20,7 +20,8 @@
  *    INDEX (not the primary key; its family is dropped after the commit),
  *    RENAME TO — and any mix of these.
  *  INPLACE (NOCOPY, LOCK=SHARED): ADD INDEX / ADD UNIQUE (not the primary
- *    key), with any INSTANT change. Writes are blocked while the index is
+ *    key; ADD UNIQUE not under ALTER IGNORE, which drops duplicate rows),
+ *    with any INSTANT change. Writes are blocked while the index is
  *    built from the data family; LOCK=NONE is refused with the reason.
  *  Everything else: HA_ALTER_INPLACE_NOT_SUPPORTED (with a reason where
  *    it is ours: table options, key changes, index limits), so that
@@ -162,6 +163,12 @@ enum_alter_inplace_result ha_tidesdb::check_if_supported_inplace_alter(TABLE *al
    * (ER_ALTER_OPERATION_NOT_SUPPORTED, "Try ALGORITHM=COPY"), as for any
    * engine that copies; the cases below say why in TidesDB's terms. */
   if (f & ~(INSTANT_OPS | ADD_INDEX_OPS)) return HA_ALTER_INPLACE_NOT_SUPPORTED;
+  /* ALTER IGNORE keeps the first row of each duplicate: only a copy
+   * drops rows. */
+  if (info->ignore && (f & ALTER_ADD_UNIQUE_INDEX)) {
+    info->unsupported_reason = "ALTER IGNORE removes duplicate rows, which TidesDB does by copying";
+    return HA_ALTER_INPLACE_NOT_SUPPORTED;
+  }
   if (f & ALTER_CHANGE_CREATE_OPTION) {
     HA_CREATE_INFO *ci = info->create_info;
     /* Column families keep the options they were created with. */
