@@ -346,6 +346,41 @@ TEST_F(PrepareTest, SurvivesFlushCompactionAndWalRotation) {
     EXPECT_TRUE(Listed().empty());
 }
 
+// A checkpoint is the database at one sequence: an unresolved prepared
+// transaction is in it (its record is in the current WAL, invariant 3 of
+// db/prepared.c), listed after the copy opens, resolvable there alone.
+TEST_F(PrepareTest, CheckpointCarriesUnresolvedPrepares) {
+    Reopen(TDB_SYNC_NONE, 64 << 10);
+    tdb_txn_t *t = Prepared("in-copy", {{"pc", "PC"}});
+    for (int i = 0; i < 3000; i++) { // rotations: the prepare is relogged
+        std::string k = tdbtest::Key((uint64_t)i), v = tdbtest::Value((uint64_t)i, 100);
+        ASSERT_EQ(tdb_put(db_, cf_, k.data(), k.size(), v.data(), v.size(), 0), TDB_OK);
+    }
+    ASSERT_EQ(tdb_flush(db_, nullptr), TDB_OK);
+    TempDir copy_parent;
+    std::string copy = copy_parent.file("copy");
+    ASSERT_EQ(tdb_checkpoint(db_, copy.c_str(), nullptr), TDB_OK) << tdb_last_error();
+    ASSERT_EQ(tdb_txn_rollback(t), TDB_OK); // resolved in the source only
+    tdb_txn_free(t);
+    tdb_config_t c = Config(TDB_SYNC_NONE);
+    tdb_t *db2;
+    ASSERT_EQ(tdb_open(copy.c_str(), &c, &db2), TDB_OK) << tdb_last_error();
+    std::set<std::string> xids;
+    EXPECT_EQ(tdb_recover_prepared(db2, CollectXid, &xids), 1);
+    EXPECT_EQ(xids, std::set<std::string>{"in-copy"});
+    ASSERT_EQ(tdb_commit_prepared(db2, "in-copy", 7), TDB_OK) << tdb_last_error();
+    tdb_cf_t *cf2;
+    ASSERT_EQ(tdb_get_cf(db2, TDB_DEFAULT_CF, &cf2), TDB_OK);
+    void *v;
+    size_t n;
+    ASSERT_EQ(tdb_get(db2, cf2, nullptr, "pc", 2, &v, &n), TDB_OK);
+    EXPECT_EQ(std::string((char *)v, n), "PC");
+    tdb_free(v);
+    EXPECT_EQ(tdb_close(db2), TDB_OK);
+    EXPECT_EQ(Get("pc"), TDB_ERR_NOT_FOUND);
+    EXPECT_TRUE(Listed().empty());
+}
+
 TEST_F(PrepareTest, ConcurrentPreparedAndPlainCommitsShareTheWritePath) {
     Reopen(TDB_SYNC_FULL);
     const int kThreads = 4, kPer = 150;

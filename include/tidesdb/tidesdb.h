@@ -423,14 +423,16 @@ TDB_API uint64_t tdb_txn_snapshot_sequence(const tdb_txn_t *t);
  * PREPARED record named by xid (1..1024 opaque bytes, unique among the
  * unresolved prepared transactions: TDB_ERR_EXISTS otherwise). The record
  * is synced if `durable` is non-zero or a family written is TDB_SYNC_FULL
- * (else per the sync mode, like a commit). A prepared transaction cannot
- * fail any more: nothing it wrote is visible yet, its keys stay locked (its
- * row locks if pessimistic; for every transaction, a conflicting
- * transactional write, locking read or commit-time check of another
- * transaction fails with TDB_ERR_CONFLICT; plain tdb_put is not checked),
- * and only tdb_txn_commit (a small COMMIT marker; the writes become visible
- * with new sequence numbers) and tdb_txn_rollback (a ROLLBACK marker) are
- * accepted; other calls return TDB_ERR_INVALID_ARG. TDB_ERR_BUSY from
+ * (else per the sync mode, like a commit). A prepared transaction can no
+ * longer fail a conflict check: nothing it wrote is visible yet, its keys
+ * stay locked (its row locks if pessimistic; for every transaction, a
+ * conflicting transactional write, locking read or commit-time check of
+ * another transaction fails with TDB_ERR_CONFLICT; plain tdb_put is not
+ * checked), and only tdb_txn_commit (a small COMMIT marker; the writes
+ * become visible with new sequence numbers) and tdb_txn_rollback (a
+ * ROLLBACK marker) are accepted; other calls return TDB_ERR_INVALID_ARG.
+ * A commit that fails (I/O, out of space, a dropped family) leaves t
+ * prepared: retry or roll back. TDB_ERR_BUSY from
  * back-pressure leaves t active (retry). Freeing a prepared t, closing the
  * database or a crash leaves the transaction prepared: after the next open
  * tdb_recover_prepared lists it and tdb_commit_prepared /
