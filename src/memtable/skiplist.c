@@ -412,9 +412,12 @@ typedef struct sl_stretch {
  * each next node prefetched a round ahead. The range's nodes are cold on
  * the low levels (a descent seldom passes them); walked one after another
  * every node is a cache miss in series, side by side the misses overlap.
- * Only the last stretch compares keys (with hi); the others stop on
- * reaching their end node, which is linked on this level already
- * (linking is bottom-up), so a concurrent insert cannot make them miss it. */
+ * Only the last stretch compares keys with hi, and the first with lo until
+ * it passes it (a node < lo may have been linked after x since x was
+ * found); the others stop on reaching their end node, which is linked on
+ * this level already (linking is bottom-up), so a concurrent insert cannot
+ * make them miss it. The count is thus of nodes in [lo, hi) only, and a
+ * later count sees every node an earlier one saw. */
 uint64_t skiplist_approx_count(const skiplist_t *s, const slice_t *lo, const slice_t *hi) {
     const uint64_t trailer = ikey_pack(SEQ_MAX, KT_SEEK); /* first entry of a user key */
     const char *x = s->head; /* last node < lo on the current level */
@@ -438,11 +441,17 @@ uint64_t skiplist_approx_count(const skiplist_t *s, const slice_t *lo, const sli
             act[k] = (unsigned char)k;
         }
         uint64_t n = 0;
+        int below_lo = lo != NULL; /* stretch 0 may meet nodes < lo first */
         while (live > 0) {
             for (int a = 0; a < live;) {
                 int k = act[a];
                 sl_stretch_t *t = &st[k];
                 const char *y = sl_next(t->at, i);
+                if (k == 0 && below_lo && y && y != t->end && sl_cmp(y, *lo, trailer) < 0) {
+                    t->at = y; /* linked after x since it was found: still < lo */
+                    continue;
+                }
+                if (k == 0) below_lo = 0;
                 int done = !y || (!t->end && hi && sl_cmp(y, *hi, trailer) >= 0); /* end of list or range */
                 if (!done) {
                     if (nfound < SL_APPROX_MIN) {
