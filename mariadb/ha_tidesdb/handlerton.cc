@@ -12,8 +12,25 @@
  *  3. The library's result of a commit is turned into the server's error
  *     here (my_error): deadlocks and conflicts as ER_LOCK_DEADLOCK, a stall
  *     that outlasted tidesdb_write_stall_timeout as ER_LOCK_WAIT_TIMEOUT.
+ *  4. XA. prepare logs the transaction under the server's XID (the binary
+ *     log's internal XID, or the user's XA XID) with tdb_txn_prepare; the
+ *     same THD then commits or rolls it back through commit/rollback, or,
+ *     after its connection ended or the server restarted, the server
+ *     resolves it by XID (commit_by_xid / rollback_by_xid, from XA COMMIT
+ *     or from binlog recovery, which asks recover for the list).
+ *     A connection that ends with a prepared transaction leaves it prepared
+ *     (its keys stay locked in the library), as MariaDB expects of XA.
+ *     There is no commit_checkpoint_request: the binary log then waits for
+ *     each engine commit to return before it counts the XID as done, so a
+ *     commit that returned is as durable as the families' sync mode makes
+ *     it; with TDB_SYNC_FULL, prepare and the commit marker are both
+ *     synced and the binlog and the engine agree after any crash.
  */
 #include "handlerton.h"
+
+#include "sysvars.h"
+
+#include <string.h>
 
 #include <mutex>
 
@@ -50,6 +67,7 @@ int trx_hton_commit(handlerton *, THD *thd, bool all) {
     trx->stmt_end();
     return 0;
   }
+  if (trx->prepared()) sysvars_crash_point("xa_before_commit");
   int err = trx->commit();
   if (err == HA_ERR_LOCK_DEADLOCK) {
     /* First committer wins: report as a deadlock, as InnoDB and MyRocks
@@ -80,7 +98,10 @@ int trx_hton_rollback(handlerton *, THD *thd, bool all) {
 int trx_hton_close_connection(handlerton *, THD *thd) {
   Trx *trx = (Trx *)thd_get_ha_data(thd, g_hton);
   if (trx) {
-    trx->rollback();
+    if (trx->prepared())
+      trx->detach_prepared(); /* stays prepared: invariant 4 */
+    else
+      trx->rollback();
     {
       std::lock_guard<std::mutex> g(g_trx_mu);
       thd_set_ha_data(thd, g_hton, NULL);
@@ -113,5 +134,102 @@ void trx_hton_kill_query(handlerton *, THD *thd, enum thd_kill_levels) {
   Trx *trx = (Trx *)thd_get_ha_data(thd, g_hton);
   if (trx && trx->txn()) tdb_txn_cancel_wait(trx->txn());
 }
+
+/* ---- XA (invariant 4) ---- */
+
+/* An XID as the library's prepared-transaction name: formatID (8 bytes,
+ * little-endian), gtrid and bqual lengths (1 byte each), then their bytes. */
+std::string xid_pack(const XID *x) {
+  std::string s(10, '\0');
+  uint64_t f = (uint64_t)(int64_t)x->formatID;
+  for (int i = 0; i < 8; i++) s[i] = (char)(f >> (8 * i));
+  s[8] = (char)x->gtrid_length;
+  s[9] = (char)x->bqual_length;
+  s.append(x->data, (size_t)(x->gtrid_length + x->bqual_length));
+  return s;
+}
+
+bool xid_unpack(const void *p, size_t n, XID *x) {
+  const unsigned char *b = (const unsigned char *)p;
+  if (n < 10) return false;
+  uint64_t f = 0;
+  for (int i = 0; i < 8; i++) f |= (uint64_t)b[i] << (8 * i);
+  long gl = b[8], bl = b[9];
+  if (gl > MAXGTRIDSIZE || bl > MAXBQUALSIZE || n != (size_t)(10 + gl + bl)) return false;
+  x->set((long)(int64_t)f, (const char *)b + 10, gl, (const char *)b + 10 + gl, bl);
+  return true;
+}
+
+int trx_hton_prepare(handlerton *, THD *thd, bool all) {
+  Trx *trx = (Trx *)thd_get_ha_data(thd, g_hton);
+  if (!trx) return 0;
+  /* The end of a statement inside a transaction: nothing to prepare. */
+  if (!all && in_multi(thd)) {
+    trx->stmt_end();
+    return 0;
+  }
+  XID xid;
+  thd_get_xid(thd, (MYSQL_XID *)&xid);
+  int err = trx->prepare(xid_pack(&xid));
+  if (err) {
+    my_printf_error(err == HA_ERR_LOCK_DEADLOCK ? ER_LOCK_DEADLOCK : ER_ERROR_DURING_COMMIT,
+                    "TidesDB: prepare failed (transaction rolled back): %s", MYF(0), last_error_detail().c_str());
+    return err;
+  }
+  sysvars_crash_point("xa_after_prepare");
+  return 0;
+}
+
+struct RecoverList {
+  XID *list;
+  uint len, got;
+};
+
+static int recover_one(void *ctx, const void *xid, size_t n) {
+  RecoverList *r = (RecoverList *)ctx;
+  if (r->got >= r->len) return 1;
+  if (xid_unpack(xid, n, &r->list[r->got]))
+    r->got++;
+  else
+    log_warning("TidesDB: a prepared transaction has a name that is not an XID (%zu bytes): left alone", n);
+  return 0;
+}
+
+int trx_hton_recover(handlerton *, XID *xid_list, uint len) {
+  if (!g_db || !len) return 0;
+  RecoverList r = {xid_list, len, 0};
+  int rc = tdb_recover_prepared(g_db, recover_one, &r);
+  if (rc < 0) {
+    log_warning("TidesDB: listing prepared transactions failed: %s", tdb_last_error());
+    return 0;
+  }
+  return (int)r.got;
+}
+
+/* X/Open XA return codes (the server tests for 0; binlog recovery relies
+ * on a non-zero answer for an XID the engine does not know). */
+static const int XA_OK = 0, XAER_RMERR = -3, XAER_NOTA = -4, XAER_RMFAIL = -7;
+
+/* Resolve a prepared transaction by XID. A live handle still resolving it
+ * (TDB_ERR_BUSY) is waited for briefly. */
+static int resolve_by_xid(XID *xid, bool commit) {
+  if (!g_db) return XAER_RMFAIL;
+  std::string x = xid_pack(xid);
+  int rc;
+  for (int tries = 0;; tries++) {
+    rc = commit ? tdb_commit_prepared(g_db, x.data(), x.size()) : tdb_rollback_prepared(g_db, x.data(), x.size());
+    if (rc != TDB_ERR_BUSY || tries >= 200) break;
+    my_sleep(10000);
+  }
+  if (rc == TDB_OK) return XA_OK;
+  if (rc == TDB_ERR_NOT_FOUND) return XAER_NOTA;
+  log_warning("TidesDB: %s of a prepared transaction by XID failed: %s", commit ? "commit" : "rollback",
+              tdb_last_error());
+  return XAER_RMERR;
+}
+
+int trx_hton_commit_by_xid(handlerton *, XID *xid) { return resolve_by_xid(xid, true); }
+
+int trx_hton_rollback_by_xid(handlerton *, XID *xid) { return resolve_by_xid(xid, false); }
 
 }  // namespace tidesql

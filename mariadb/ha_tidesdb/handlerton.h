@@ -27,6 +27,16 @@ int trx_hton_savepoint_release(handlerton *hton, THD *thd, void *sv);
 int trx_hton_start_consistent_snapshot(handlerton *hton, THD *thd);
 void trx_hton_kill_query(handlerton *hton, THD *thd, enum thd_kill_levels level);
 
+/* XA / two-phase commit (handlerton.cc, invariant 4). */
+int trx_hton_prepare(handlerton *hton, THD *thd, bool all);
+int trx_hton_recover(handlerton *hton, XID *xid_list, uint len);
+int trx_hton_commit_by_xid(handlerton *hton, XID *xid);
+int trx_hton_rollback_by_xid(handlerton *hton, XID *xid);
+/* An XID as the name of a library prepared transaction, and back (false:
+ * not a name xid_pack made). */
+std::string xid_pack(const XID *x);
+bool xid_unpack(const void *p, size_t n, XID *x);
+
 }  // namespace tidesql
 
 #endif

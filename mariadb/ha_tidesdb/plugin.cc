@@ -119,6 +119,10 @@ static int tidesdb_init(void *p) {
   hton->close_connection = trx_hton_close_connection;
   hton->start_consistent_snapshot = trx_hton_start_consistent_snapshot;
   hton->kill_query = trx_hton_kill_query;
+  hton->prepare = trx_hton_prepare;
+  hton->recover = trx_hton_recover;
+  hton->commit_by_xid = trx_hton_commit_by_xid;
+  hton->rollback_by_xid = trx_hton_rollback_by_xid;
   hton->show_status = show_engine_status;
   hton->table_options = g_table_options;
   hton->check_version = alter_check_version;

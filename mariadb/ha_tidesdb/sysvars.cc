@@ -156,10 +156,11 @@ static MYSQL_SYSVAR_BOOL(debug_pause_background, v_debug_pause_background, PLUGI
 
 static char *v_debug_crash_point;
 static MYSQL_SYSVAR_STR(debug_crash_point, v_debug_crash_point, PLUGIN_VAR_RQCMDARG | PLUGIN_VAR_MEMALLOC,
-                        "Testing only: the server kills itself (SIGKILL) when DDL reaches the named "
-                        "point (create_after_families, drop_after_record, drop_after_families, "
-                        "truncate_after_families, truncate_after_record, rename_after_record); "
-                        "empty: never",
+                        "Testing only: the server kills itself (SIGKILL) when DDL or two-phase "
+                        "commit reaches the named point (DDL: create_after_families, "
+                        "drop_after_record, drop_after_families, truncate_after_families, "
+                        "truncate_after_record, rename_after_record, alter_*; XA: "
+                        "xa_after_prepare, xa_before_commit); empty: never",
                         NULL, NULL, "");
 
 struct st_mysql_sys_var *g_sysvars[] = {

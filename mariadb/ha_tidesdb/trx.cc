@@ -185,6 +185,7 @@ int Trx::stmt_rollback() {
 
 void Trx::finish() {
   m_active = false;
+  m_prepared = false;
   m_stmt_active = false;
   m_stmt_sp = false;
   m_nwrites = 0;
@@ -214,6 +215,14 @@ int Trx::commit_waiting() {
   const ulonglong start = my_interval_timer();
   int rc = tdb_txn_commit(m_txn);
   if (rc != TDB_ERR_BUSY) return rc;
+  if (m_prepared) {
+    /* Prepared: the binary log may hold the transaction already, so it
+     * must commit here; wait out back-pressure as long as it lasts. */
+    const char *old = thd_proc_info(m_thd, STALL_WAIT_STATE);
+    while (rc == TDB_ERR_BUSY) rc = tdb_txn_commit(m_txn);
+    thd_proc_info(m_thd, old);
+    return rc;
+  }
   const ulong limit_ms = sysvars_write_stall_timeout(m_thd);
   const char *old = thd_proc_info(m_thd, STALL_WAIT_STATE);
   bool killed = false;
@@ -268,6 +277,65 @@ void Trx::rollback() {
     if (m_nwrites) s_rollbacks++;
     tdb_txn_rollback(m_txn);
   }
+  finish();
+}
+
+int Trx::prepare(const std::string &xid) {
+  detach_iters();
+  fold_stmt();
+  /* Nothing written: nothing to log; commit() ends the read-only
+   * transaction as usual. */
+  if (!m_active || m_nwrites == 0) return 0;
+  if (m_prepared) return HA_ERR_INTERNAL_ERROR;
+  int rc = tdb_txn_prepare(m_txn, xid.data(), xid.size(), 0);
+  if (rc == TDB_ERR_BUSY) {
+    /* Back-pressure leaves the transaction active: wait as a commit
+     * would (a prepare refused in the end rolls the transaction back). */
+    rc = commit_waiting_prepare(xid);
+  }
+  if (rc == TDB_OK) {
+    m_prepared = true;
+    m_stmt_active = false;
+    return 0;
+  }
+  /* A failed prepare has finished the library transaction (a conflict)
+   * or left it active (any other error): either way it is rolled back. */
+  int err = map_err(rc);
+  if (rc == TDB_ERR_EXISTS) {
+    set_error_detail("TidesDB: a prepared transaction with this XID exists already");
+    err = HA_ERR_INTERNAL_ERROR;
+  }
+  rollback();
+  return err;
+}
+
+/* tdb_txn_prepare refused with TDB_ERR_BUSY: retried in slices until
+ * tidesdb_write_stall_timeout or KILL, as commit_waiting does. */
+int Trx::commit_waiting_prepare(const std::string &xid) {
+  const ulonglong start = my_interval_timer();
+  const ulong limit_ms = sysvars_write_stall_timeout(m_thd);
+  const char *old = thd_proc_info(m_thd, STALL_WAIT_STATE);
+  int rc = TDB_ERR_BUSY;
+  while (rc == TDB_ERR_BUSY && !thd_killed(m_thd) && (my_interval_timer() - start) / 1000000 < limit_ms)
+    rc = tdb_txn_prepare(m_txn, xid.data(), xid.size(), 0);
+  thd_proc_info(m_thd, old);
+  if (rc == TDB_ERR_BUSY) {
+    s_busy++;
+    set_error_detail("TidesDB: XA PREPARE stalled by back-pressure past tidesdb_write_stall_timeout");
+    rc = TDB_ERR_TIMEOUT;
+  }
+  return rc;
+}
+
+void Trx::detach_prepared() {
+  detach_iters();
+  tdb_txn_t *t;
+  {
+    std::lock_guard<std::mutex> g(g_trx_mu);
+    t = m_txn;
+    m_txn = NULL;
+  }
+  if (t) tdb_txn_free(t); /* a prepared transaction stays prepared */
   finish();
 }
 

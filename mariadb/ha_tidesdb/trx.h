@@ -82,6 +82,17 @@ class Trx {
   int commit();
   void rollback();
 
+  /* Two-phase commit (handlerton.cc, XA). prepare() logs the transaction
+   * as prepared under the server's XID (xid.h bytes, see xid_pack); after
+   * it only commit() or rollback() are accepted, a commit is retried
+   * through back-pressure without limit (the binary log may hold it
+   * already) and is never rolled back by the engine. detach_prepared()
+   * lets go of the handle of a prepared transaction (the connection
+   * ends): it stays prepared in the library, resolved by XID later. */
+  int prepare(const std::string &xid);
+  bool prepared() const { return m_prepared; }
+  void detach_prepared();
+
   /* Savepoints (SAVEPOINT, ROLLBACK TO, RELEASE). */
   /* sv: the server's savepoint area, used only as a key. */
   int savepoint_set(const void *sv);
@@ -128,6 +139,7 @@ class Trx {
 
   int map_err(int rc);
   int commit_waiting();
+  int commit_waiting_prepare(const std::string &xid);
   void detach_iters();
   void finish();
   void fold_stmt();
@@ -137,6 +149,7 @@ class Trx {
   tdb_txn_t *m_txn = NULL;
   tdb_txn_options_t m_opts;
   bool m_active = false;
+  bool m_prepared = false; /* prepare() succeeded, commit/rollback pending */
   bool m_multi = false;
   bool m_stmt_active = false;
   bool m_stmt_sp = false; /* STMT_SP exists for the running statement */
