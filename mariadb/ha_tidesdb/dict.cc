@@ -54,6 +54,7 @@ struct TableRecord {
   bool hidden_pk = false;
   std::vector<std::string> cf_names;
   std::string version; /* the .frm's tabledef_version (empty in V1) */
+  RowLayout v1;        /* fields 0: V1 rows hold every column */
 };
 
 static std::string record_encode(const TableRecord &r) {
@@ -69,6 +70,11 @@ static std::string record_encode(const TableRecord &r) {
   }
   s.push_back((char)r.version.size());
   s += r.version;
+  if (r.v1.fields) {
+    s.push_back((char)(r.v1.fields >> 8));
+    s.push_back((char)(r.v1.fields & 0xff));
+    s.push_back((char)r.v1.null_bytes);
+  }
   return s;
 }
 
@@ -95,6 +101,12 @@ static bool record_decode(const uchar *p, size_t len, TableRecord *r) {
     if (p == end || (size_t)(end - p - 1) < *p) return false;
     r->version.assign((const char *)p + 1, *p);
     p += 1 + *p;
+    r->v1 = RowLayout();
+    if (end - p == 3) {
+      r->v1.fields = ((uint)p[0] << 8) | p[1];
+      r->v1.null_bytes = p[2];
+      p += 3;
+    }
   }
   return p == end;
 }
@@ -266,6 +278,7 @@ static int def_from_record(const std::string &name, const TableRecord &r, TableD
   def->name = name;
   def->id = r.id;
   def->hidden_pk = r.hidden_pk;
+  def->v1 = r.v1;
   def->nkeys = (uint)r.cf_names.size() - (r.hidden_pk ? 1 : 0);
   for (const std::string &n : r.cf_names) {
     tdb_cf_t *cf;
@@ -556,7 +569,7 @@ void dict_alter_drop_families(const std::vector<std::string> &names) {
 }
 
 int dict_alter_commit(const std::string &name, const std::vector<std::string> &cf_names,
-                      const std::string &version, bool keys_changed) {
+                      const std::string &version, bool keys_changed, const RowLayout *v1) {
   std::lock_guard<std::mutex> g(g_dict_mu);
   TableRecord old;
   int err = read_record(name, &old);
@@ -564,6 +577,7 @@ int dict_alter_commit(const std::string &name, const std::vector<std::string> &c
   TableRecord r = old;
   r.cf_names = cf_names;
   r.version = version;
+  if (v1 && !r.v1.fields) r.v1 = *v1;
   sysvars_crash_point("alter_before_record");
   tdb_batch_t *b;
   if (tdb_batch_create(&b) != TDB_OK) return HA_ERR_OUT_OF_MEM;

@@ -6,8 +6,11 @@
  *  - the dictionary record holds no column: names, defaults, comments and
  *    index names live only in the .frm;
  *  - a row value is the null bytes then Field::pack() of each stored
- *    column in column order: adding, dropping, reordering a column or
- *    changing its type or nullability changes every row (COPY);
+ *    column in column order: dropping, reordering a column or changing
+ *    its type or nullability changes every row (COPY); a column appended
+ *    after the last one is not in old rows, which read it as its default
+ *    (row_format.h: V1 rows keep the layout recorded at the first instant
+ *    ADD COLUMN, later rows say how many columns they hold);
  *  - a VARCHAR packs its length in 1 byte up to 255 bytes of capacity, else
  *    2: extending it on the same side of 255 leaves the packed row as it
  *    is; index keys encode it at its full width, so only a column no index
@@ -18,7 +21,8 @@
  *  INSTANT: RENAME COLUMN, column DEFAULT, RENAME INDEX, index comment and
  *    IGNORED, DROP CHECK, table COMMENT, VARCHAR extension (above), DROP
  *    INDEX (not the primary key; its family is dropped after the commit),
- *    RENAME TO — and any mix of these.
+ *    RENAME TO, ADD COLUMN after the last column (plain types, constant
+ *    default: cannot_add_columns) — and any mix of these.
  *  INPLACE (NOCOPY, LOCK=SHARED): ADD INDEX / ADD UNIQUE (not the primary
  *    key; ADD UNIQUE not under ALTER IGNORE, which drops duplicate rows),
  *    with any INSTANT change. Writes are blocked while the index is
@@ -56,6 +60,8 @@ static const alter_table_operations INSTANT_OPS =
     ALTER_COLUMN_TYPE_CHANGE_BY_ENGINE | ALTER_RENAME_INDEX | ALTER_INDEX_IGNORABILITY |
     ALTER_CHANGE_INDEX_COMMENT | ALTER_DROP_CHECK_CONSTRAINT | ALTER_RENAME | ALTER_CHANGE_CREATE_OPTION |
     ALTER_INDEX_ORDER | ALTER_DROP_NON_UNIQUE_NON_PRIM_INDEX | ALTER_DROP_UNIQUE_INDEX;
+/* Adding stored columns after the last one (cannot_add_columns). */
+static const alter_table_operations ADD_COLUMN_OPS = ALTER_ADD_STORED_BASE_COLUMN;
 /* Changes that build new index families. */
 static const alter_table_operations ADD_INDEX_OPS = ALTER_ADD_NON_UNIQUE_NON_PRIM_INDEX | ALTER_ADD_UNIQUE_INDEX;
 
@@ -70,6 +76,8 @@ class TdbAlterCtx : public inplace_alter_handler_ctx {
   std::vector<tdb_cf_t *> added_cfs;   /* their families */
   std::vector<std::string> added_names;
   bool keys_changed = false;
+  bool add_columns = false; /* columns appended: V1 rows keep the old layout */
+  RowLayout old_rows;       /* what a V1 row holds now */
   bool committed = false;
   ~TdbAlterCtx() override {
     /* Never committed (an error before commit(false) was called): invariant 1. */
@@ -137,6 +145,35 @@ static const char *cannot_build(TABLE *altered, const KEY *nk) {
   return NULL;
 }
 
+/* Whether the new table only appends stored columns that old rows can
+ * read as their defaults (row_format.h): the existing columns keep their
+ * place, type and null bit; the new ones are plain (no BLOB, BIT,
+ * generated column, AUTO_INCREMENT or default computed per row). Else
+ * why not. */
+static const char *cannot_add_columns(TABLE *table, TABLE *altered) {
+  TABLE_SHARE *o = table->s, *n = altered->s;
+  if (n->fields <= o->fields) return "TidesDB rewrites every row for this change";
+  /* The record's first null bit is reserved unless the table is packed
+   * (it has a VARCHAR): a first VARCHAR moves every null bit. */
+  if (((o->db_create_options ^ n->db_create_options) & HA_OPTION_PACK_RECORD) || n->null_bytes < o->null_bytes)
+    return "TidesDB adds this column instantly only if the table already has a VARCHAR column";
+  for (uint i = 0; i < o->fields; i++) {
+    Field *a = table->field[i], *b = altered->field[i];
+    if (a->stored_in_db() != b->stored_in_db() || a->real_type() != b->real_type() ||
+        a->real_type() == MYSQL_TYPE_BIT || !a->null_ptr != !b->null_ptr || a->null_bit != b->null_bit ||
+        (a->null_ptr && a->null_ptr - table->record[0] != b->null_ptr - altered->record[0]))
+      return "TidesDB adds a column instantly only after the last one";
+  }
+  for (uint i = o->fields; i < n->fields; i++) {
+    Field *b = altered->field[i];
+    if (!b->stored_in_db() || (b->flags & (BLOB_FLAG | AUTO_INCREMENT_FLAG)) ||
+        b->real_type() == MYSQL_TYPE_BIT || b->default_value || b->vcol_info ||
+        b->has_update_default_function() || b->has_default_now_unireg_check())
+      return "TidesDB adds instantly only plain columns (no BLOB, BIT, AUTO_INCREMENT or computed default)";
+  }
+  return NULL;
+}
+
 /* A VARCHAR widened within its length bytes, on a column no index uses:
  * the packed row is unchanged (see the file comment). */
 bool ha_tidesdb::can_convert_nocopy(const Field &field, const Column_definition &new_type) const {
@@ -162,7 +199,16 @@ enum_alter_inplace_result ha_tidesdb::check_if_supported_inplace_alter(TABLE *al
   /* A change of the rows themselves: the server's own message
    * (ER_ALTER_OPERATION_NOT_SUPPORTED, "Try ALGORITHM=COPY"), as for any
    * engine that copies; the cases below say why in TidesDB's terms. */
-  if (f & ~(INSTANT_OPS | ADD_INDEX_OPS)) return HA_ALTER_INPLACE_NOT_SUPPORTED;
+  if (f & ~(INSTANT_OPS | ADD_INDEX_OPS | ADD_COLUMN_OPS)) return HA_ALTER_INPLACE_NOT_SUPPORTED;
+  if (f & ADD_COLUMN_OPS) {
+    /* A column whose implicit default is invalid (e.g. DATE NOT NULL in
+     * strict mode): only the copy reports it for a non-empty table. */
+    if (info->error_if_not_empty) return HA_ALTER_INPLACE_NOT_SUPPORTED;
+    if (const char *why = cannot_add_columns(table, altered_table)) {
+      info->unsupported_reason = why;
+      return HA_ALTER_INPLACE_NOT_SUPPORTED;
+    }
+  }
   /* ALTER IGNORE keeps the first row of each duplicate: only a copy
    * drops rows. */
   if (info->ignore && (f & ALTER_ADD_UNIQUE_INDEX)) {
@@ -225,6 +271,13 @@ bool ha_tidesdb::prepare_inplace_alter_table(TABLE *altered_table, Alter_inplace
   }
   TdbAlterCtx *ctx = new TdbAlterCtx;
   info->handler_ctx = ctx;
+  ctx->add_columns = altered_table->s->fields > table->s->fields;
+  if (m_def->v1.fields) {
+    ctx->old_rows = m_def->v1;
+  } else {
+    ctx->old_rows.fields = table->s->stored_fields;
+    ctx->old_rows.null_bytes = table->s->null_bytes;
+  }
   for (uint j = 0; j < altered_table->s->keys; j++)
     if (old_of_new[j] < 0) ctx->added.push_back(j);
   if (!ctx->added.empty() &&
@@ -289,7 +342,7 @@ int ha_tidesdb::build_indexes(TABLE *altered, TdbAlterCtx *ctx) {
       size_t kl, vl;
       const uchar *k = (const uchar *)tdb_iter_key(it, &kl);
       const uchar *v = (const uchar *)tdb_iter_value(it, &vl);
-      if ((err = row_unpack(altered, v, vl, rec))) goto done;
+      if ((err = row_unpack(altered, v, vl, rec, &ctx->old_rows))) goto done;
       pk.assign((const char *)k, kl);
       for (size_t i = 0; i < n; i++) {
         KEY *ki = &altered->key_info[ctx->added[i]];
@@ -385,7 +438,8 @@ bool ha_tidesdb::commit_inplace_alter_table(TABLE *altered_table, Alter_inplace_
   close_iter();
   const LEX_CUSTRING &v = altered_table->s->tabledef_version;
   std::string version((const char *)v.str, v.length);
-  int err = dict_alter_commit(m_def->name, ctx->cf_names, version, ctx->keys_changed);
+  int err = dict_alter_commit(m_def->name, ctx->cf_names, version, ctx->keys_changed,
+                              ctx->add_columns ? &ctx->old_rows : NULL);
   if (err) {
     print_error(err, MYF(0));
     return true;

@@ -5,6 +5,14 @@
  * the 8-byte big-endian hidden row id; value = a packed row:
  *     [ROW_FORMAT_V1][the record's null bytes][Field::pack() of every
  *      stored column that is not NULL, in column order]
+ * or, in a table that had a column added instantly (ha_tidesdb_alter.cc):
+ *     [ROW_FORMAT_V2][stored columns n, u16 BE][null bytes m, u8]
+ *     [m null bytes][Field::pack() of the first n stored columns not NULL]
+ * A V1 row of such a table holds the stored columns and null bytes the
+ * table had before its first instant ADD COLUMN (the RowLayout kept in
+ * the dictionary). Columns a row does not hold read as their defaults;
+ * instant ADD COLUMN only appends columns, which keeps the null bits of
+ * the existing ones where they were.
  * Virtual (not stored) generated columns are not stored; the server
  * computes them after a read.
  *
@@ -33,13 +41,23 @@
 namespace tidesql {
 
 static const uchar ROW_FORMAT_V1 = 0x01;
+static const uchar ROW_FORMAT_V2 = 0x02;
 
-/* Pack the row in rec (laid out like table->record[0]) into out. */
-void row_pack(TABLE *table, const uchar *rec, std::string &out);
+/* What a V1 row holds: stored columns and null bytes (fields 0: the
+ * table's own, i.e. no column was ever added instantly). */
+struct RowLayout {
+  uint fields = 0;
+  uint null_bytes = 0;
+};
 
-/* Unpack a row value into rec. Returns 0 or HA_ERR_CRASHED on a damaged
- * value. Blob columns point into data afterwards. */
-int row_unpack(TABLE *table, const uchar *data, size_t len, uchar *rec);
+/* Pack the row in rec (laid out like table->record[0]) into out; as V2
+ * (with its column count) if counted. */
+void row_pack(TABLE *table, const uchar *rec, std::string &out, bool counted = false);
+
+/* Unpack a row value into rec; v1 says what a V1 value holds (NULL or
+ * fields 0: all of the table's columns). Returns 0 or HA_ERR_CRASHED on a
+ * damaged value. Blob columns point into data afterwards. */
+int row_unpack(TABLE *table, const uchar *data, size_t len, uchar *rec, const RowLayout *v1 = NULL);
 
 }  // namespace tidesql
 
