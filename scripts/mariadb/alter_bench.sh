@@ -3,7 +3,7 @@
 # ROWS rows (default 1M) of (id INT PRIMARY KEY, k INT, c CHAR(60),
 # pad CHAR(20)), loaded in 100k-row statements, then in this order:
 #   RENAME COLUMN   (ALGORITHM=INSTANT on both)
-#   ADD COLUMN last (default algorithm: InnoDB instant, TidesDB copies)
+#   ADD COLUMN last (ALGORITHM=INSTANT on both; old rows must read its default)
 #   ADD INDEX (k)   (ALGORITHM=INPLACE; TidesDB LOCK=SHARED)
 #   DROP INDEX      (default algorithm)
 #   ADD INDEX (k)   again, ALGORITHM=COPY (what every ALTER cost before)
@@ -58,7 +58,8 @@ for r in $(seq 1 "$REPS"); do
     load "$e"
     [ "$(sql "SELECT COUNT(*) FROM ab.t")" = "$ROWS" ] || die "$e: load incomplete"
     timed "$e" "$r" rename_column INSTANT "ALTER TABLE ab.t RENAME COLUMN pad TO pad2, ALGORITHM=INSTANT"
-    timed "$e" "$r" add_column DEFAULT "ALTER TABLE ab.t ADD COLUMN extra INT DEFAULT 5"
+    timed "$e" "$r" add_column INSTANT "ALTER TABLE ab.t ADD COLUMN extra INT DEFAULT 5, ALGORITHM=INSTANT"
+    [ "$(sql "SELECT SUM(extra) FROM ab.t")" = "$((5 * ROWS))" ] || die "$e: old rows do not read the added column's default"
     timed "$e" "$r" add_index INPLACE "ALTER TABLE ab.t ADD INDEX kk (k), ALGORITHM=INPLACE"
     [ "$(sql "SELECT COUNT(*) FROM ab.t FORCE INDEX (kk) WHERE k >= 0")" = "$ROWS" ] ||
       die "$e: the new index does not hold every row"
