@@ -382,14 +382,10 @@ void tdb_iter_next(tdb_iter_t *it) {
         if (!iter_valid(it->in)) iter_seek_to_first(it->in);
         else iter_next(it->in);
     } else {
-        /* Leave the current key's older versions in one call where the
-         * source can (a memtable jumps its run of versions): stepping onto
-         * the next, older version first would be one more cold node. */
         slice_t uk = ikey_user(iter_key(it->in));
         buf_clear(&it->saved_key);
         buf_append(&it->saved_key, uk.data, uk.size);
-        if (it->in->ops->next_user_key) it->in->ops->next_user_key(it->in, buf_slice(&it->saved_key));
-        else iter_next(it->in);
+        iter_next(it->in);
     }
     find_next_user_entry(it, true);
     observe(it, 1);
