@@ -462,7 +462,13 @@ TEST(NoSpaceRealFs, FullTmpfsRefusesWritesAndResumesWhenSpaceIsFreed) {
     ASSERT_EQ(rc, TDB_ERR_NO_SPACE) << "after " << acked << " writes: " << tdb_last_error();
     ASSERT_GT(acked, 100u);
     printf("[ tmpfs 8m ] %llu writes of 1 KiB acknowledged before the disk was full\n", (unsigned long long)acked);
-    for (int attempt = 0; attempt < 3; attempt++) EXPECT_EQ(put(acked), TDB_ERR_NO_SPACE) << tdb_last_error();
+    for (int attempt = 0; attempt < 3; attempt++) {
+        // A flush or compaction may free space meanwhile (it deletes its
+        // inputs): the write is then taken, and must be kept like the rest.
+        int r = put(acked);
+        EXPECT_TRUE(r == TDB_ERR_NO_SPACE || r == TDB_OK) << r << ": " << tdb_last_error();
+        if (r == TDB_OK) acked++;
+    }
     EXPECT_EQ(tdb_bg_error(db), TDB_OK);
     check(acked, "disk full");
     ASSERT_EQ(unlink(ballast.c_str()), 0);
