@@ -60,13 +60,21 @@ int trx_register(THD *thd, Trx *trx) {
   return 0;
 }
 
-int trx_hton_commit(handlerton *, THD *thd, bool all) {
+/* The THD's Trx if the call (commit or prepare) is for the whole
+ * transaction; NULL if it has none, or if the call only ends a statement
+ * inside BEGIN ... COMMIT (done here). */
+static Trx *trx_for_transaction_end(THD *thd, bool all) {
   Trx *trx = (Trx *)thd_get_ha_data(thd, g_hton);
-  if (!trx) return 0;
-  if (!all && in_multi(thd)) {
+  if (trx && !all && in_multi(thd)) {
     trx->stmt_end();
-    return 0;
+    return NULL;
   }
+  return trx;
+}
+
+int trx_hton_commit(handlerton *, THD *thd, bool all) {
+  Trx *trx = trx_for_transaction_end(thd, all);
+  if (!trx) return 0;
   if (trx->prepared()) sysvars_crash_point("xa_before_commit");
   int err = trx->commit();
   if (err == HA_ERR_LOCK_DEADLOCK) {
@@ -161,13 +169,8 @@ bool xid_unpack(const void *p, size_t n, XID *x) {
 }
 
 int trx_hton_prepare(handlerton *, THD *thd, bool all) {
-  Trx *trx = (Trx *)thd_get_ha_data(thd, g_hton);
+  Trx *trx = trx_for_transaction_end(thd, all); /* a statement's end: nothing to prepare */
   if (!trx) return 0;
-  /* The end of a statement inside a transaction: nothing to prepare. */
-  if (!all && in_multi(thd)) {
-    trx->stmt_end();
-    return 0;
-  }
   XID xid;
   thd_get_xid(thd, (MYSQL_XID *)&xid);
   int err = trx->prepare(xid_pack(&xid));

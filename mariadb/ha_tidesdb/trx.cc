@@ -205,31 +205,38 @@ void Trx::apply_counters() {
   }
 }
 
+/* Retry op, a library call refused with TDB_ERR_BUSY by back-pressure
+ * (which leaves the transaction as it was), while it is refused; when
+ * bounded, stop at tidesdb_write_stall_timeout since start or at KILL
+ * (*killed). The processlist shows STALL_WAIT_STATE meanwhile. */
+template <typename F>
+static int wait_out_stall(THD *thd, ulonglong start, bool bounded, bool *killed, F op) {
+  const ulong limit_ms = sysvars_write_stall_timeout(thd);
+  const char *old = thd_proc_info(thd, STALL_WAIT_STATE);
+  int rc = TDB_ERR_BUSY;
+  *killed = false;
+  while (rc == TDB_ERR_BUSY) {
+    if (bounded && ((*killed = thd_killed(thd)) || (my_interval_timer() - start) / 1000000 >= limit_ms)) break;
+    rc = op();
+  }
+  thd_proc_info(thd, old);
+  return rc;
+}
+
 /* Commit, waiting out back-pressure: a commit refused with TDB_ERR_BUSY
  * (its slice of STALL_SLICE_MS passed) leaves the library transaction
  * active, so it is retried until tidesdb_write_stall_timeout has passed or
  * the statement is killed; then the transaction is rolled back and the
  * error names back-pressure (HA_ERR_LOCK_WAIT_TIMEOUT: clients retry it
- * like a lock wait timeout). Other results as tdb_txn_commit. */
+ * like a lock wait timeout). A prepared transaction is retried without
+ * limit: the binary log may hold it already. Other results as
+ * tdb_txn_commit. */
 int Trx::commit_waiting() {
   const ulonglong start = my_interval_timer();
   int rc = tdb_txn_commit(m_txn);
   if (rc != TDB_ERR_BUSY) return rc;
-  if (m_prepared) {
-    /* Prepared: the binary log may hold the transaction already, so it
-     * must commit here; wait out back-pressure as long as it lasts. */
-    const char *old = thd_proc_info(m_thd, STALL_WAIT_STATE);
-    while (rc == TDB_ERR_BUSY) rc = tdb_txn_commit(m_txn);
-    thd_proc_info(m_thd, old);
-    return rc;
-  }
-  const ulong limit_ms = sysvars_write_stall_timeout(m_thd);
-  const char *old = thd_proc_info(m_thd, STALL_WAIT_STATE);
-  bool killed = false;
-  while (rc == TDB_ERR_BUSY && !(killed = thd_killed(m_thd)) &&
-         (my_interval_timer() - start) / 1000000 < limit_ms)
-    rc = tdb_txn_commit(m_txn);
-  thd_proc_info(m_thd, old);
+  bool killed;
+  rc = wait_out_stall(m_thd, start, !m_prepared, &killed, [&] { return tdb_txn_commit(m_txn); });
   if (rc != TDB_ERR_BUSY) return rc;
   s_busy++;
   tdb_txn_rollback(m_txn); /* still active in the library: end it cleanly */
@@ -238,7 +245,7 @@ int Trx::commit_waiting() {
            "TidesDB: write stalled by back-pressure for %llu ms (tidesdb_write_stall_timeout = %lu ms)%s: "
            "flush/compaction cannot keep up with writes; the transaction was rolled back, retry it later",
            (my_interval_timer() - start) / 1000000,
-           limit_ms, killed ? ", interrupted by KILL" : "");
+           sysvars_write_stall_timeout(m_thd), killed ? ", interrupted by KILL" : "");
   set_error_detail(msg);
   return TDB_ERR_BUSY;
 }
@@ -287,11 +294,19 @@ int Trx::prepare(const std::string &xid) {
    * transaction as usual. */
   if (!m_active || m_nwrites == 0) return 0;
   if (m_prepared) return HA_ERR_INTERNAL_ERROR;
-  int rc = tdb_txn_prepare(m_txn, xid.data(), xid.size(), 0);
+  const ulonglong start = my_interval_timer();
+  auto prep = [&] { return tdb_txn_prepare(m_txn, xid.data(), xid.size(), 0); };
+  int rc = prep();
   if (rc == TDB_ERR_BUSY) {
     /* Back-pressure leaves the transaction active: wait as a commit
      * would (a prepare refused in the end rolls the transaction back). */
-    rc = commit_waiting_prepare(xid);
+    bool killed;
+    rc = wait_out_stall(m_thd, start, true, &killed, prep);
+    if (rc == TDB_ERR_BUSY) {
+      s_busy++;
+      set_error_detail("TidesDB: XA PREPARE stalled by back-pressure past tidesdb_write_stall_timeout");
+      rc = TDB_ERR_TIMEOUT;
+    }
   }
   if (rc == TDB_OK) {
     m_prepared = true;
@@ -307,24 +322,6 @@ int Trx::prepare(const std::string &xid) {
   }
   rollback();
   return err;
-}
-
-/* tdb_txn_prepare refused with TDB_ERR_BUSY: retried in slices until
- * tidesdb_write_stall_timeout or KILL, as commit_waiting does. */
-int Trx::commit_waiting_prepare(const std::string &xid) {
-  const ulonglong start = my_interval_timer();
-  const ulong limit_ms = sysvars_write_stall_timeout(m_thd);
-  const char *old = thd_proc_info(m_thd, STALL_WAIT_STATE);
-  int rc = TDB_ERR_BUSY;
-  while (rc == TDB_ERR_BUSY && !thd_killed(m_thd) && (my_interval_timer() - start) / 1000000 < limit_ms)
-    rc = tdb_txn_prepare(m_txn, xid.data(), xid.size(), 0);
-  thd_proc_info(m_thd, old);
-  if (rc == TDB_ERR_BUSY) {
-    s_busy++;
-    set_error_detail("TidesDB: XA PREPARE stalled by back-pressure past tidesdb_write_stall_timeout");
-    rc = TDB_ERR_TIMEOUT;
-  }
-  return rc;
 }
 
 void Trx::detach_prepared() {

@@ -139,7 +139,6 @@ class Trx {
 
   int map_err(int rc);
   int commit_waiting();
-  int commit_waiting_prepare(const std::string &xid);
   void detach_iters();
   void finish();
   void fold_stmt();
