@@ -1,0 +1,3 @@
+module tidesdb/bindings/go
+
+go 1.23
