@@ -4,6 +4,7 @@ package tidesdb
 import "C"
 
 import (
+	"bytes"
 	"time"
 	"unsafe"
 )
@@ -105,14 +106,53 @@ func (cf *ColumnFamily) Get(key []byte) ([]byte, error) {
 
 var errGetNotFound = &Error{Op: "get", Code: ErrNotFound}
 
-func get(d *dbCore, c *C.tdb_cf_t, snap *C.tdb_snapshot_t, key []byte) ([]byte, error) {
-	if err := d.lock("get"); err != nil {
+// get reads into a buffer of the size of the last value read from this
+// database (getHint), so that a value that fits costs one cgo call; a
+// larger one falls back to copying the library's copy and freeing it.
+// A snapshot read (sc non-nil) holds the snapshot's read lock too.
+func get(d *dbCore, c *C.tdb_cf_t, sc *snapCore, key []byte) ([]byte, error) {
+	op := "get"
+	if sc != nil {
+		op = "snapshot get"
+	}
+	buf := make([]byte, d.getHint.Load())
+	if err := d.lock(op); err != nil {
 		return nil, err
 	}
-	r := C.tdbgo_get(d.c, c, snap, ptr(key), C.size_t(len(key)))
+	var snap *C.tdb_snapshot_t
+	if sc != nil {
+		sc.mu.RLock()
+		if snap = sc.c; snap == nil {
+			sc.mu.RUnlock()
+			d.mu.RUnlock()
+			return nil, newErr(op, ErrClosed, "snapshot is closed")
+		}
+	}
+	r := C.tdbgo_get_into(d.c, c, snap, ptr(key), C.size_t(len(key)), ptr(buf), C.size_t(len(buf)))
+	if sc != nil {
+		sc.mu.RUnlock()
+	}
 	d.mu.RUnlock()
-	return takeValue("get", r, errGetNotFound)
+	if r.rc == C.TDB_OK && r.val == nil {
+		n := int(r.vlen)
+		if n != len(buf) {
+			d.getHint.Store(int64(n))
+			if n < len(buf)/2 { // do not hand out a mostly unused buffer
+				return bytes.Clone(buf[:n]), nil
+			}
+		}
+		return buf[:n:n], nil
+	}
+	if r.rc == C.TDB_OK {
+		d.getHint.Store(int64(r.vlen))
+	}
+	if op == "get" {
+		return takeValue(op, r, errGetNotFound)
+	}
+	return takeValue(op, r, errSnapGetNotFound)
 }
+
+var errSnapGetNotFound = &Error{Op: "snapshot get", Code: ErrNotFound}
 
 // takeValue copies a looked-up value into Go memory and frees the C copy.
 func takeValue(op string, r C.tdbgo_val, notFound error) ([]byte, error) {

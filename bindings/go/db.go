@@ -43,6 +43,7 @@ type dbCore struct {
 	def      *C.tdb_cf_t // the default family
 	regMu    sync.Mutex
 	children map[child]struct{}
+	getHint  atomic.Int64 // size of the last value read: Get's buffer size
 }
 
 // child is an open iterator, snapshot or transaction core.

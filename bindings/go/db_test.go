@@ -86,6 +86,17 @@ func TestPutGetDelete(t *testing.T) {
 	if string(got) != "v1" {
 		t.Fatalf("value aliased the caller's buffer: %q", got)
 	}
+	// Values of changing sizes: Get's buffer follows the last size read,
+	// larger ones take the fallback copy.
+	for i, n := range []int{10, 1000, 5, 100000, 0, 50, 50, 3000} {
+		key := []byte(fmt.Sprintf("size%d", i))
+		val := bytes.Repeat([]byte{byte('a' + i)}, n)
+		must(t, db.Put(key, val))
+		got, err := db.Get(key)
+		if err != nil || !bytes.Equal(got, val) || got == nil {
+			t.Fatalf("value of %d bytes: got %d bytes, %v", n, len(got), err)
+		}
+	}
 	// A large value (stored apart from the key blocks) round-trips.
 	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<14)
 	must(t, db.Put([]byte("big"), big))

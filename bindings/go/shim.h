@@ -87,6 +87,23 @@ static inline tdbgo_val tdbgo_get(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t 
     int rc = tdb_get(db, cf, snap, k, kl, &val, &vlen);
     return tdbgo_val_of(rc, val, vlen);
 }
+/* tdbgo_get into the caller's buffer of cap bytes when the value fits:
+ * then val is NULL and the C copy is already freed (one cgo call instead
+ * of two); else val is the C copy, as tdbgo_get. */
+static inline tdbgo_val tdbgo_get_into(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap, const void *k,
+                                       size_t kl, void *buf, size_t cap)
+{
+    void *val = NULL;
+    size_t vlen = 0;
+    int rc = tdb_get(db, cf, snap, k, kl, &val, &vlen);
+    if (rc == TDB_OK && vlen <= cap) {
+        if (vlen)
+            memcpy(buf, val, vlen);
+        tdb_free(val);
+        val = NULL;
+    }
+    return tdbgo_val_of(rc, val, vlen);
+}
 static inline tdbgo_val tdbgo_txn_get(tdb_txn_t *t, tdb_cf_t *cf, const void *k, size_t kl, int for_update, int exclusive)
 {
     void *val = NULL;

@@ -85,21 +85,9 @@ func (s *Snapshot) Get(cf *ColumnFamily, key []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := s.core.db
-	if err := d.lock("snapshot get"); err != nil {
-		return nil, err
-	}
-	s.core.mu.RLock()
-	if s.core.c == nil {
-		s.core.mu.RUnlock()
-		d.mu.RUnlock()
-		return nil, newErr("snapshot get", ErrClosed, "snapshot is closed")
-	}
-	r := C.tdbgo_get(d.c, c, s.core.c, ptr(key), C.size_t(len(key)))
-	s.core.mu.RUnlock()
-	d.mu.RUnlock()
+	v, err := get(s.core.db, c, s.core, key)
 	runtime.KeepAlive(s)
-	return takeValue("snapshot get", r, errGetNotFound)
+	return v, err
 }
 
 // NewIterator opens an iterator over cf (nil = the default family) as of
