@@ -2,6 +2,7 @@
 #include "sysvars.h"
 
 #include "dict.h"
+#include "hot_backup.h"
 #include "trx.h"
 
 #include <signal.h>
@@ -163,6 +164,18 @@ static MYSQL_SYSVAR_STR(debug_crash_point, v_debug_crash_point, PLUGIN_VAR_RQCMD
                         "xa_after_prepare, xa_before_commit); empty: never",
                         NULL, NULL, "");
 
+/* tidesdb_backup_dir: setting it takes a hot backup (hot_backup.cc). */
+static char *v_backup_dir;
+static MYSQL_SYSVAR_STR(backup_dir, v_backup_dir,
+                        PLUGIN_VAR_RQCMDARG | PLUGIN_VAR_MEMALLOC | PLUGIN_VAR_NOCMDOPT,
+                        "SET GLOBAL tidesdb_backup_dir='/path' takes a hot, consistent backup of "
+                        "every TidesDB table into /path (absent, or an empty directory): the "
+                        "library checkpoint, the tables' .frm files and the binary log position "
+                        "and GTID of the backup point (file tidesdb_binlog_pos), under BACKUP "
+                        "STAGE BLOCK_COMMIT. The value is the last backup's directory. See "
+                        "scripts/mariadb/backup.sh and restore.sh",
+                        backup_dir_check, NULL, "");
+
 struct st_mysql_sys_var *g_sysvars[] = {
     MYSQL_SYSVAR(block_cache_size),
     MYSQL_SYSVAR(unified_memtable),
@@ -189,6 +202,7 @@ struct st_mysql_sys_var *g_sysvars[] = {
     MYSQL_SYSVAR(write_stall_timeout),
     MYSQL_SYSVAR(debug_pause_background),
     MYSQL_SYSVAR(debug_crash_point),
+    MYSQL_SYSVAR(backup_dir),
     NULL};
 
 /* ---- table options ---- */

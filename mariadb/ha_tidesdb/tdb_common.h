@@ -20,6 +20,8 @@
  *   ha_tidesdb_stats.cc   info(), sizes, rec_per_key, ANALYZE
  *   ha_tidesdb_read.cc    index and table scans, range estimates
  *   ha_tidesdb_write.cc   write_row/update_row/delete_row
+ *   hot_backup.{h,cc}     SET GLOBAL tidesdb_backup_dir: hot backup (checkpoint,
+ *                         .frm files, binlog position) under BACKUP STAGE
  *
  * Dependency direction: tidesdb.h <- key_codec, row_format <- dict <- trx
  * <- txn_iter, handlerton <- handler <- plugin. Only trx.cc, txn_iter.cc
