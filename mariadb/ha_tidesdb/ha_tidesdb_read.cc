@@ -355,10 +355,17 @@ int ha_tidesdb::rnd_pos(uchar *buf, uchar *pos) {
  * InnoDB does at REPEATABLE READ). */
 void ha_tidesdb::unlock_row() {}
 
+/* The ref of the row in record: its primary key encoded from the record
+ * itself, which need not be the last row this handler read (row-based
+ * replication positions on an event's before image: using the last row
+ * read there updated the wrong row, issue #21). A hidden primary key is
+ * not in the record: that ref is the last row read's. */
 void ha_tidesdb::position(const uchar *record) {
-  if (m_last_pk.size() != ref_length) {
-    /* Not the last row read: derive the key from the record. */
-    if (!m_def->hidden_pk) encode_pk(record, &m_last_pk);
+  if (!m_def->hidden_pk) {
+    const IndexCodec &c = m_codecs[table->s->primary_key];
+    DBUG_ASSERT(c.full_len() == ref_length);
+    c.encode(table, record, c.parts(), ref);
+    return;
   }
   memcpy(ref, m_last_pk.data(), m_last_pk.size() < ref_length ? m_last_pk.size() : ref_length);
 }
