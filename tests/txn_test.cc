@@ -463,6 +463,35 @@ TEST_F(TxnTest, PessimisticWaitCanBeCancelled) {
     tdb_txn_free(t1), tdb_txn_free(t2);
 }
 
+TEST_F(TxnTest, LockTimeoutChangesPerRequest) {
+    /* Begun with a 300 ms bound; 0 fails a held lock at once, a larger
+     * bound waits for the holder, a negative one is refused. */
+    tdb_txn_t *t1 = Begin(TDB_ISO_READ_COMMITTED, true), *t2 = Begin(TDB_ISO_READ_COMMITTED, true);
+    ASSERT_EQ(W(t1, "k", "1"), TDB_OK);
+    EXPECT_EQ(tdb_txn_set_lock_timeout(t2, -1), TDB_ERR_INVALID_ARG);
+    EXPECT_EQ(tdb_txn_set_lock_timeout(nullptr, 0), TDB_ERR_INVALID_ARG);
+    ASSERT_EQ(tdb_txn_set_lock_timeout(t2, 0), TDB_OK);
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(W(t2, "k", "2"), TDB_ERR_TIMEOUT);
+    void *v;
+    size_t n;
+    EXPECT_EQ(tdb_txn_get_for_update(t2, cf_, "k", 1, 0, &v, &n), TDB_ERR_TIMEOUT);
+    auto waited = std::chrono::steady_clock::now() - t0;
+    EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(waited).count(), 250);
+    /* A free key is still granted with no wait. */
+    EXPECT_EQ(W(t2, "other", "2"), TDB_OK);
+    ASSERT_EQ(tdb_txn_set_lock_timeout(t2, 10000), TDB_OK);
+    std::atomic<int> rc{1};
+    std::thread th([&] { rc = W(t2, "k", "2"); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(400)); /* past the begin bound */
+    ASSERT_EQ(tdb_txn_commit(t1), TDB_OK);
+    th.join();
+    EXPECT_EQ(rc.load(), TDB_OK);
+    ASSERT_EQ(tdb_txn_commit(t2), TDB_OK);
+    EXPECT_EQ(Get("k"), "2");
+    tdb_txn_free(t1), tdb_txn_free(t2);
+}
+
 TEST_F(TxnTest, SavepointRollbackReleasesLaterLocks) {
     tdb_txn_t *t1 = Begin(TDB_ISO_READ_COMMITTED, true), *t2 = Begin(TDB_ISO_READ_COMMITTED, true);
     W(t1, "a", "1");

@@ -412,6 +412,11 @@ TDB_API int  tdb_txn_release_savepoint(tdb_txn_t *t, const char *name);
 TDB_API int  tdb_txn_reset(tdb_txn_t *t, const tdb_txn_options_t *opts);
 /* Roll back if active and free. */
 TDB_API void tdb_txn_free(tdb_txn_t *t);
+/* Change the lock wait bound of t's later lock requests (ms >= 0; 0 = do
+ * not wait: a held lock fails the request with TDB_ERR_TIMEOUT at once).
+ * For a per-statement bound such as SQL's NOWAIT, WAIT n or SKIP LOCKED.
+ * TDB_ERR_INVALID_ARG if ms < 0. */
+TDB_API int  tdb_txn_set_lock_timeout(tdb_txn_t *t, int64_t ms);
 /* Wake a lock wait of t from another thread (it returns TDB_ERR_ABORTED). */
 TDB_API void tdb_txn_cancel_wait(tdb_txn_t *t);
 /* Sequence number of the transaction's snapshot. */

@@ -23,7 +23,7 @@ handler::Table_flags ha_tidesdb::table_flags() const {
          HA_CAN_INDEX_BLOBS | HA_PRIMARY_KEY_IN_READ_INDEX | HA_PRIMARY_KEY_REQUIRED_FOR_POSITION |
          HA_PRIMARY_KEY_REQUIRED_FOR_DELETE | HA_REQUIRES_KEY_COLUMNS_FOR_DELETE |
          HA_CAN_BIT_FIELD | HA_CAN_GEOMETRY | HA_TABLE_SCAN_ON_INDEX |
-         HA_CAN_VIRTUAL_COLUMNS | HA_CRASH_SAFE;
+         HA_CAN_VIRTUAL_COLUMNS | HA_CRASH_SAFE | HA_CAN_SKIP_LOCKED;
 }
 
 ulong ha_tidesdb::index_flags(uint idx, uint part, bool all_parts) const {

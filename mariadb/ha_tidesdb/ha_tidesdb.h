@@ -21,7 +21,9 @@
  *     for LOCK IN SHARE MODE (and SERIALIZABLE reads), else NONE. Every
  *     row a locking statement returns was read with
  *     tdb_txn_get_for_update (locked, or added to the commit check), and
- *     an index entry whose row no longer matches it is skipped.
+ *     an index entry whose row no longer matches it is skipped. With
+ *     m_skip_locked (SKIP LOCKED) a row another transaction holds locked
+ *     is skipped without waiting, like a row that is gone.
  *  6. m_last_locked: the row of m_last_pk was read by a locking read in
  *     this statement, so update_row/delete_row can use the server's image
  *     of it for index maintenance; otherwise they lock and re-read it.
@@ -185,6 +187,7 @@ class ha_tidesdb : public handler {
   Trx *m_trx = NULL;
   int m_lock_type = F_UNLCK;
   RowLock m_row_lock = ROW_LOCK_NONE;
+  bool m_skip_locked = false; /* SKIP LOCKED: rows locked by others are skipped */
   thr_lock_type m_stored_lock = TL_IGNORE; /* from store_lock() */
 
   TxnIter m_iter;            /* kept for the statement: see open_iter() */

@@ -49,6 +49,7 @@ int ha_tidesdb::extra(enum ha_extra_function op) {
 /* End of a statement: forget its flags, iterator and transaction pointer. */
 int ha_tidesdb::reset() {
   m_ignore_dup = m_can_replace = m_insert_update = false;
+  m_skip_locked = false;
   close_iter();
   m_last_locked = false;
   m_trx = NULL;
@@ -61,10 +62,13 @@ int ha_tidesdb::reset() {
  * writes lock exclusively, LOCK IN SHARE MODE (and SERIALIZABLE reads,
  * which the server turns into it) shared. */
 static RowLock row_lock_of(thr_lock_type t) {
-  if (t == TL_READ_WITH_SHARED_LOCKS) return ROW_LOCK_SHARED;
+  if (t == TL_READ_WITH_SHARED_LOCKS || t == TL_READ_SKIP_LOCKED) return ROW_LOCK_SHARED;
   if (t >= TL_WRITE_ALLOW_WRITE) return ROW_LOCK_EXCLUSIVE;
   return ROW_LOCK_NONE;
 }
+
+/* SELECT ... FOR UPDATE / LOCK IN SHARE MODE SKIP LOCKED. */
+static bool is_skip_locked(thr_lock_type t) { return t == TL_READ_SKIP_LOCKED || t == TL_WRITE_SKIP_LOCKED; }
 
 /* ---- locks ---- */
 
@@ -75,6 +79,7 @@ int ha_tidesdb::external_lock(THD *thd, int lock_type) {
     close_iter();
     m_lock_type = F_UNLCK;
     m_row_lock = ROW_LOCK_NONE;
+    m_skip_locked = false;
     m_last_locked = false;
     m_trx = NULL;
     return 0;
@@ -85,6 +90,7 @@ int ha_tidesdb::external_lock(THD *thd, int lock_type) {
   }
   m_lock_type = lock_type;
   m_row_lock = lock_type == F_WRLCK ? ROW_LOCK_EXCLUSIVE : row_lock_of(m_stored_lock);
+  m_skip_locked = is_skip_locked(m_stored_lock);
   m_last_locked = false;
   m_trx = trx_get(thd);
   int err = trx_register(thd, m_trx);
@@ -110,6 +116,7 @@ int ha_tidesdb::start_stmt(THD *thd, thr_lock_type lock_type) {
     if (err) return err;
   }
   m_row_lock = row_lock_of(lock_type);
+  m_skip_locked = is_skip_locked(lock_type);
   m_last_locked = false;
   m_trx = trx_get(thd);
   int err = trx_register(thd, m_trx);

@@ -67,7 +67,8 @@ int ha_tidesdb::encode_search_key(uint idx, const uchar *key, key_part_map map, 
 int ha_tidesdb::read_row_by_pk(uchar *buf, const uchar *pk, size_t pklen) {
   g_counters.point_reads++;
   m_last_locked = false;
-  int err = locking() ? trx()->get_for_update(data_cf(), pk, pklen, m_row_lock == ROW_LOCK_EXCLUSIVE, &m_row_buf)
+  int err = locking() ? trx()->get_for_update(data_cf(), pk, pklen, m_row_lock == ROW_LOCK_EXCLUSIVE, &m_row_buf,
+                                              m_skip_locked)
                       : trx()->get(data_cf(), pk, pklen, &m_row_buf);
   if (err) return err;
   m_last_locked = locking();
@@ -156,7 +157,7 @@ int ha_tidesdb::point_read(uchar *buf, uint idx, const std::string &key) {
     /* A locking read locks the unique value too (also when absent: no
      * concurrent insert of it until this transaction ends). */
     err = locking() ? trx()->get_for_update(index_cf(idx), (const uchar *)key.data(), key.size(),
-                                            m_row_lock == ROW_LOCK_EXCLUSIVE, &m_val_buf)
+                                            m_row_lock == ROW_LOCK_EXCLUSIVE, &m_val_buf, m_skip_locked)
                     : trx()->get(index_cf(idx), (const uchar *)key.data(), key.size(), &m_val_buf);
     if (!err)
       err = row_from_index_entry(buf, idx, (const uchar *)key.data(), key.size(),

@@ -38,6 +38,14 @@ static const ulong STALL_SLICE_MS = 250;
 /* Guards Trx lifetime against kill_query from other threads (invariant 3). */
 std::mutex g_trx_mu;
 
+/* The row lock wait bound of a statement, in ms: the smaller of
+ * tidesdb_lock_wait_timeout and the server's lock_wait_timeout, which
+ * NOWAIT (0) and WAIT n set for their statement, as they set InnoDB's. */
+static int64_t stmt_lock_wait_ms(THD *thd) {
+  ulong s = std::min<ulong>(sysvars_lock_wait_timeout(thd), thd->variables.lock_wait_timeout);
+  return (int64_t)s * 1000;
+}
+
 static void sp_name(uint64_t id, char *buf, size_t n) { snprintf(buf, n, "s%llu", (unsigned long long)id); }
 
 Trx::Trx(THD *thd) : m_thd(thd) { tdb_txn_options_default(&m_opts); }
@@ -113,7 +121,7 @@ int Trx::begin() {
   /* The library's READ COMMITTED validates nothing at commit: locks are
    * what keeps its writers correct. */
   o.pessimistic = (sysvars_pessimistic_locking(m_thd) || o.isolation == TDB_ISO_READ_COMMITTED) ? 1 : 0;
-  o.lock_timeout_ms = (int64_t)sysvars_lock_wait_timeout(m_thd) * 1000;
+  o.lock_timeout_ms = stmt_lock_wait_ms(m_thd);
   o.stall_timeout_ms = (int64_t)std::min(STALL_SLICE_MS, sysvars_write_stall_timeout(m_thd));
   detach_iters();
   int rc;
@@ -143,6 +151,13 @@ int Trx::begin() {
 int Trx::stmt_begin(bool multi) {
   int err = begin();
   if (err) return err;
+  /* Each statement has its own lock wait bound (NOWAIT, WAIT n). */
+  int64_t wait_ms = stmt_lock_wait_ms(m_thd);
+  if (wait_ms != m_opts.lock_timeout_ms) {
+    int rc = tdb_txn_set_lock_timeout(m_txn, wait_ms);
+    if (rc != TDB_OK) return map_err(rc);
+    m_opts.lock_timeout_ms = wait_ms;
+  }
   m_multi = multi;
   m_stmt_active = true;
   m_stmt_tables.clear();
@@ -463,14 +478,29 @@ int Trx::get(tdb_cf_t *cf, const uchar *key, size_t klen, std::string *val) {
   return 0;
 }
 
-int Trx::get_for_update(tdb_cf_t *cf, const uchar *key, size_t klen, bool exclusive, std::string *val) {
+int Trx::get_for_update(tdb_cf_t *cf, const uchar *key, size_t klen, bool exclusive, std::string *val,
+                        bool skip_locked) {
   int err = begin();
   if (err) return err;
   void *v = NULL;
   size_t vl = 0;
-  int rc = lock_call(this, pessimistic(),
-                     [&] { return tdb_txn_get_for_update(m_txn, cf, key, klen, exclusive ? 1 : 0, &v, &vl); });
-  if (rc != TDB_OK) return map_err(rc);
+  int rc;
+  if (skip_locked && pessimistic()) {
+    /* SKIP LOCKED: ask without waiting; a row another transaction holds
+     * locked is skipped, not an error. */
+    rc = tdb_txn_set_lock_timeout(m_txn, 0);
+    if (rc == TDB_OK) rc = tdb_txn_get_for_update(m_txn, cf, key, klen, exclusive ? 1 : 0, &v, &vl);
+    int rc2 = tdb_txn_set_lock_timeout(m_txn, m_opts.lock_timeout_ms);
+    if (rc == TDB_ERR_TIMEOUT) return HA_ERR_KEY_NOT_FOUND; /* callers skip a missing row */
+    if (rc == TDB_OK) rc = rc2;
+  } else {
+    rc = lock_call(this, pessimistic(),
+                   [&] { return tdb_txn_get_for_update(m_txn, cf, key, klen, exclusive ? 1 : 0, &v, &vl); });
+  }
+  if (rc != TDB_OK) {
+    tdb_free(v);
+    return map_err(rc);
+  }
   if (val) val->assign((const char *)v, vl);
   tdb_free(v);
   return 0;

@@ -104,9 +104,12 @@ class Trx {
   int del(tdb_cf_t *cf, const std::string &key);
   /* Reads through the transaction: 0 (value in *val if val), or
    * HA_ERR_KEY_NOT_FOUND, or an error. get_for_update locks the key
-   * (pessimistic) or adds it to the commit check (optimistic SNAPSHOT). */
+   * (pessimistic) or adds it to the commit check (optimistic SNAPSHOT);
+   * with skip_locked a key another transaction holds locked is not waited
+   * for: HA_ERR_KEY_NOT_FOUND (SELECT ... SKIP LOCKED). */
   int get(tdb_cf_t *cf, const uchar *key, size_t klen, std::string *val);
-  int get_for_update(tdb_cf_t *cf, const uchar *key, size_t klen, bool exclusive, std::string *val);
+  int get_for_update(tdb_cf_t *cf, const uchar *key, size_t klen, bool exclusive, std::string *val,
+                     bool skip_locked = false);
 
   /* Row-count change and AUTO_INCREMENT use of a table. */
   void add_rows(const TableDefPtr &def, int64_t delta);

@@ -212,6 +212,13 @@ void tdb_txn_free(tdb_txn_t *t) {
     free(t);
 }
 
+int tdb_txn_set_lock_timeout(tdb_txn_t *t, int64_t ms) {
+    if (!t) return tdb_err(TDB_ERR_INVALID_ARG, "NULL transaction");
+    if (ms < 0) return tdb_err(TDB_ERR_INVALID_ARG, "negative lock timeout");
+    t->opts.lock_timeout_ms = ms;
+    return TDB_OK;
+}
+
 void tdb_txn_cancel_wait(tdb_txn_t *t) {
     if (t && t->locks) lock_cancel_wait(t->locks);
 }
