@@ -13,8 +13,9 @@
  *    as information; if the manifest itself is unreadable every table is
  *    verified and damage in any of them counts.
  *  - Every WAL file: every record's checksum, every payload decoded as a
- *    write batch, sequence numbers increasing. A torn tail (an incomplete
- *    or damaged final record) counts as damage unless allow_torn_tail is
+ *    write batch or a two-phase commit record (a prepare's entries decoded
+ *    too), sequence numbers increasing. A torn tail (an incomplete or
+ *    damaged final record) counts as damage unless allow_torn_tail is
  *    set, and then only on the newest WAL: a crash can tear only the WAL
  *    being written, older ones were synced whole before the switch.
  *  - Other files (LOG, LOCK, *.tmp) are listed as information; LOG is a
