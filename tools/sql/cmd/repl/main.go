@@ -1,0 +1,280 @@
+// Command repl tests MariaDB's binary-log replication over TidesDB tables
+// (issue #21): a primary and a replica (two throw-away mariadbd from
+// internal/server on 127.0.0.1, the durable preset: TidesDB sync FULL,
+// sync_binlog=1, binlog_format=ROW, GTID replication with
+// MASTER_USE_GTID=slave_pos), every table ENGINE=TidesDB on both.
+//
+//  1. steady: sysbench oltp_write_only and this process's logged writers
+//     run on the primary for --steady; the replica's apply rate and lag are
+//     sampled each second; then the replica catches up and every table
+//     must agree (CHECKSUM TABLE, checked non-zero, and an ordered dump
+//     hash).
+//  2. crash: --cycles times, the same load is started and the primary is
+//     killed with SIGKILL at a random moment, restarted (binlog crash
+//     recovery resolves the engine's prepared transactions; the server
+//     must start without --tc-heuristic-recover), and checked:
+//     - every transaction acknowledged to a writer is in the primary;
+//     - no transaction that failed before its COMMIT is there;
+//     - engine and binlog agree: the logged ids in the primary's table are
+//     exactly the ids in the committed event groups of its binary logs
+//     (mariadb-binlog decodes them), so no transaction is in one and not
+//     the other;
+//     - the replica, which only sees the binlog, resumes by itself,
+//     catches up to the primary's gtid_binlog_pos and every table
+//     agrees with the primary's;
+//     - the writers' invariants hold on both (each logged transaction
+//     wrote one row in ack_a, one in ack_b and one counter increment).
+//
+// It exits non-zero on any mismatch, a replica error, or a server that
+// does not restart.
+//
+//	repl --cycles 3       # quick (scripts/mariadb/repl/repl_test.sh)
+//	repl --cycles 10      # the acceptance run
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"tidesql/bench/internal/harness"
+	"tidesql/bench/internal/server"
+)
+
+type options struct {
+	cycles    int
+	steady    time.Duration
+	killMin   time.Duration
+	killMax   time.Duration
+	clients   int // logged writers
+	sbThreads int
+	sbTables  int
+	sbRows    int
+	seed      int64
+	cache     int64
+	writeBuf  int64
+	catchup   time.Duration
+	dir       string
+	port      int // primary; the replica listens on port+1
+	out       string
+	snapshot  bool // build a replica from a hot backup too
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("repl", flag.ContinueOnError)
+	fs.IntVar(&o.cycles, "cycles", 3, "kill -9 / restart cycles of the primary")
+	fs.DurationVar(&o.steady, "steady", 10*time.Second, "length of the steady (no crash) load that measures the replica's lag")
+	fs.DurationVar(&o.killMin, "kill-min", 2*time.Second, "earliest kill, from the start of a cycle's load")
+	fs.DurationVar(&o.killMax, "kill-max", 8*time.Second, "latest kill")
+	fs.IntVar(&o.clients, "clients", 2, "logged writer connections")
+	fs.IntVar(&o.sbThreads, "sb-threads", 2, "sysbench oltp_write_only threads")
+	fs.IntVar(&o.sbTables, "sb-tables", 2, "sysbench tables")
+	fs.IntVar(&o.sbRows, "sb-rows", 5000, "rows per sysbench table")
+	fs.Int64Var(&o.seed, "seed", 0, "random seed (0: from the clock; printed)")
+	cache := fs.String("cache", "64M", "TidesDB block cache of each server")
+	wb := fs.String("write-buffer", "16M", "TidesDB unified memtable write buffer of each server")
+	fs.DurationVar(&o.catchup, "catchup-timeout", 180*time.Second, "longest wait for the replica to reach the primary")
+	fs.StringVar(&o.dir, "dir", "", "directory of the servers (default build/repl)")
+	fs.IntVar(&o.port, "port", 3496, "TCP port of the primary; the replica uses port+1, the snapshot replica port+2")
+	fs.StringVar(&o.out, "out", "", "results: cycles.csv, summary.md, logs/ (default build/repl/out)")
+	fs.BoolVar(&o.snapshot, "snapshot", true, "also build a replica (port+2) from a hot backup of the primary taken under load, at the backup's GTID")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if o.cache, err = server.ParseBytes(*cache); err != nil {
+		return o, fmt.Errorf("--cache: %w", err)
+	}
+	if o.writeBuf, err = server.ParseBytes(*wb); err != nil {
+		return o, fmt.Errorf("--write-buffer: %w", err)
+	}
+	switch {
+	case o.cycles < 0:
+		return o, fmt.Errorf("--cycles %d: want 0 or more", o.cycles)
+	case o.steady < time.Second:
+		return o, fmt.Errorf("--steady %s: want at least 1s", o.steady)
+	case o.killMin < time.Second || o.killMax < o.killMin:
+		return o, fmt.Errorf("--kill-min %s, --kill-max %s: want 1s <= kill-min <= kill-max", o.killMin, o.killMax)
+	case o.clients < 1 || o.sbThreads < 1 || o.sbTables < 1 || o.sbRows < 1:
+		return o, fmt.Errorf("--clients, --sb-threads, --sb-tables and --sb-rows want at least 1")
+	case o.port < 1 || o.port > 65533:
+		return o, fmt.Errorf("--port %d: want 1..65533 (the replicas take the next two)", o.port)
+	case o.catchup < time.Second:
+		return o, fmt.Errorf("--catchup-timeout %s: want at least 1s", o.catchup)
+	}
+	if o.seed == 0 {
+		o.seed = time.Now().UnixNano() % 1000000007
+	}
+	_, err = o.preset()
+	return o, err
+}
+
+// preset is the durable preset with this test's small caches (two servers
+// share the machine).
+func (o options) preset() (server.Preset, error) {
+	p := server.DefaultPreset()
+	p.Durability = server.Durable
+	p.TidesDBCache, p.WriteBuffer = o.cache, o.writeBuf
+	return p, p.Validate()
+}
+
+func (o options) lines() []string {
+	p, _ := o.preset()
+	return []string{
+		fmt.Sprintf("replication over TidesDB: primary 127.0.0.1:%d, replica 127.0.0.1:%d; binlog ROW, sync_binlog=1, GTID (MASTER_USE_GTID=slave_pos, gtid_strict_mode)",
+			o.port, o.port+1),
+		fmt.Sprintf("preset %s: TidesDB sync %s, cache %s, write buffer %s per server",
+			p.Name(), p.TidesDBSyncMode(), server.FormatBytes(p.TidesDBCache), server.FormatBytes(p.WriteBuffer)),
+		fmt.Sprintf("load: sysbench oltp_write_only %d threads on %d x %d rows + %d logged writers; steady %s; %d crash cycle(s), kill -9 at %s..%s; seed %d",
+			o.sbThreads, o.sbTables, o.sbRows, o.clients, o.steady, o.cycles, o.killMin, o.killMax, o.seed),
+	}
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if err == nil {
+		err = run(o)
+	}
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "repl:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	// Connections break at every kill: their errors are counted, not
+	// printed by the driver's logger.
+	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
+	env, err := server.FindEnv()
+	if err != nil {
+		return err
+	}
+	if o.dir == "" {
+		o.dir = filepath.Join(env.Root, "build", "repl")
+	}
+	if o.out == "" {
+		o.out = filepath.Join(o.dir, "out")
+	}
+	if err := os.RemoveAll(o.out); err != nil {
+		return err
+	}
+	r, err := harness.Begin("repl", []string{"TidesDB"}, o.out, o.lines())
+	if err != nil {
+		return err
+	}
+	defer r.End()
+	defer server.StopAll()
+	t := &tester{o: o, env: r.Env, ctx: r.Ctx, logs: filepath.Join(o.out, "logs"), rnd: rand.New(rand.NewSource(o.seed)),
+		acks: newAckLog()}
+	if err := os.MkdirAll(t.logs, 0o755); err != nil {
+		return err
+	}
+	start := time.Now()
+	runErr := t.all()
+	if err := t.write(time.Since(start)); err != nil {
+		fmt.Fprintln(os.Stderr, "repl: writing results:", err)
+	}
+	var errs []error
+	if runErr != nil {
+		errs = append(errs, runErr)
+	}
+	for _, p := range t.problems {
+		errs = append(errs, errors.New(p))
+	}
+	if len(errs) == 0 {
+		fmt.Printf("repl: passed: steady phase and %d crash cycle(s) in %.0f s, 0 mismatches (results in %s)\n",
+			len(t.cycles), time.Since(start).Seconds(), o.out)
+		_ = os.RemoveAll(filepath.Join(o.dir, "primary"))
+		_ = os.RemoveAll(filepath.Join(o.dir, "replica"))
+		_ = os.RemoveAll(filepath.Join(o.dir, "snapshot-replica"))
+		_ = os.RemoveAll(filepath.Join(o.dir, "backup"))
+	} else {
+		fmt.Printf("repl: FAILED (results and server logs in %s; the server directories under %s are kept)\n", o.out, o.dir)
+	}
+	return errors.Join(errs...)
+}
+
+// all runs the setup, the steady phase, the crash cycles and the snapshot
+// replica; t.problems collects what failed.
+func (t *tester) all() error {
+	if err := t.setup(); err != nil {
+		return err
+	}
+	if err := t.steadyPhase(); err != nil {
+		return err
+	}
+	if t.o.cycles > 0 {
+		fmt.Println(cycleHeader())
+	}
+	for n := 1; n <= t.o.cycles; n++ {
+		if t.ctx.Err() != nil {
+			return fmt.Errorf("interrupted")
+		}
+		c, err := t.cycle(n)
+		if c != nil {
+			t.cycles = append(t.cycles, *c)
+			fmt.Println(c.Line())
+			for _, p := range c.Problems {
+				fmt.Println("    " + p)
+				t.problems = append(t.problems, fmt.Sprintf("cycle %d: %s", n, p))
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if t.o.snapshot {
+		if err := t.snapshotReplica(); err != nil {
+			t.fail("snapshot replica: %s", err)
+		}
+	}
+	return t.stopAll()
+}
+
+func (t *tester) stopAll() error {
+	var errs []error
+	for _, s := range []*server.Server{t.primary, t.replica} {
+		if s != nil {
+			if err := s.Stop(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// note prints a line and keeps it for summary.md.
+func (t *tester) note(format string, a ...any) {
+	s := fmt.Sprintf(format, a...)
+	fmt.Println("repl: " + s)
+	t.notes = append(t.notes, s)
+}
+
+func (t *tester) fail(format string, a ...any) {
+	s := fmt.Sprintf(format, a...)
+	fmt.Println("repl: FAIL: " + s)
+	t.problems = append(t.problems, s)
+}
+
+// joinMax joins at most n items, saying how many more there were.
+func joinMax(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, " ")
+	}
+	return strings.Join(items[:n], " ") + fmt.Sprintf(" (+%d more)", len(items)-n)
+}
