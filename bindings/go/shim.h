@@ -171,6 +171,7 @@ static inline tdbgo_rc tdbgo_txn_delete(tdb_txn_t *t, tdb_cf_t *cf, const void *
 static inline tdbgo_rc tdbgo_txn_single_delete(tdb_txn_t *t, tdb_cf_t *cf, const void *k, size_t kl) { TDBGO_CALL(tdb_txn_single_delete(t, cf, k, kl)); }
 static inline tdbgo_rc tdbgo_txn_commit(tdb_txn_t *t) { TDBGO_CALL(tdb_txn_commit(t)); }
 static inline tdbgo_rc tdbgo_txn_rollback(tdb_txn_t *t) { TDBGO_CALL(tdb_txn_rollback(t)); }
+static inline tdbgo_rc tdbgo_txn_set_lock_timeout(tdb_txn_t *t, int64_t ms) { TDBGO_CALL(tdb_txn_set_lock_timeout(t, ms)); }
 static inline tdbgo_rc tdbgo_txn_savepoint(tdb_txn_t *t, const char *n) { TDBGO_CALL(tdb_txn_savepoint(t, n)); }
 static inline tdbgo_rc tdbgo_txn_rollback_to_savepoint(tdb_txn_t *t, const char *n) { TDBGO_CALL(tdb_txn_rollback_to_savepoint(t, n)); }
 static inline tdbgo_rc tdbgo_txn_release_savepoint(tdb_txn_t *t, const char *n) { TDBGO_CALL(tdb_txn_release_savepoint(t, n)); }

@@ -48,6 +48,10 @@ fi
 cmake --build "$build" --target tidesdb_static -j2
 
 cd "$here"
+# A bare environment (no HOME) still gets a build cache.
+case "$("$GO" env GOCACHE 2>/dev/null)" in ""|off) export GOCACHE="$root/build/go-cache" ;; esac
+[ -n "$("$GO" env GOPATH 2>/dev/null)" ] || export GOPATH="$root/build/go-path"
+export GOTOOLCHAIN=local
 export CGO_ENABLED=1
 export CGO_LDFLAGS="-L$build ${CGO_LDFLAGS:-}"
 # The module has no dependencies: nothing is downloaded.

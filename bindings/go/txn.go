@@ -296,6 +296,18 @@ func (t *Txn) Prepare(xid []byte, durable bool) error {
 	})
 }
 
+// SetLockTimeout changes the lock wait bound of the transaction's later
+// lock requests (millisecond resolution; 0 = do not wait: a held lock
+// fails the request with ErrTimeout at once), e.g. per statement.
+func (t *Txn) SetLockTimeout(d time.Duration) error {
+	if d < 0 {
+		return newErr("txn set lock timeout", ErrInvalidArg, "negative lock timeout")
+	}
+	return t.do("txn set lock timeout", func(tx *C.tdb_txn_t) C.tdbgo_rc {
+		return C.tdbgo_txn_set_lock_timeout(tx, C.int64_t(d/time.Millisecond))
+	})
+}
+
 // CancelWait wakes a row-lock wait of the transaction (from another
 // goroutine): the waiting call returns ErrAborted.
 func (t *Txn) CancelWait() error {

@@ -203,6 +203,15 @@ func TestTxnPessimisticLocks(t *testing.T) {
 	if time.Since(start) < 50*time.Millisecond {
 		t.Fatal("lock wait did not wait")
 	}
+	// A zero bound fails a held lock at once; a negative one is refused.
+	must(t, t2.Reset(&o))
+	must(t, t2.SetLockTimeout(0))
+	start = time.Now()
+	wantCode(t, t2.Put(nil, []byte("row"), []byte("t2")), ErrTimeout)
+	if time.Since(start) > 50*time.Millisecond {
+		t.Fatalf("a zero lock timeout waited %v", time.Since(start))
+	}
+	wantCode(t, t2.SetLockTimeout(-time.Second), ErrInvalidArg)
 	// A long wait is woken by CancelWait from another goroutine.
 	o.LockTimeout = 30 * time.Second
 	must(t, t2.Reset(&o))
