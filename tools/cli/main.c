@@ -8,6 +8,7 @@
  * --json mean the same everywhere.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -129,12 +130,10 @@ int main(int argc, char **argv) {
         if (strcmp(argv[1], CMDS[i].name) != 0) continue;
         cli_opts_t o;
         int rc = cli_parse(&CMDS[i], argc - 2, argv + 2, &o);
-        if (rc != CLI_OK) return rc;
-        if (o.help) {
-            fputs(CMDS[i].usage, stdout);
-            return CLI_OK;
-        }
-        return CMDS[i].run(&o);
+        if (rc == CLI_OK && o.help) fputs(CMDS[i].usage, stdout);
+        else if (rc == CLI_OK) rc = CMDS[i].run(&o);
+        free(o.args);
+        return rc;
     }
     fprintf(stderr, "tidesdb: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
