@@ -137,8 +137,11 @@ func (b *Batch) Close() error {
 // ErrBusy (back-pressure) nothing was applied: retry later. The batch
 // keeps its contents: Clear it to reuse it.
 func (db *DB) Write(b *Batch, opts *WriteOptions) error {
-	if b == nil || b.c == nil {
-		return newErr("write", ErrClosed, "batch is nil or closed")
+	if b == nil {
+		return newErr("write", ErrInvalidArg, "batch is nil")
+	}
+	if b.c == nil {
+		return newErr("write", ErrClosed, "batch is closed")
 	}
 	if b.db != db {
 		return newErr("write", ErrInvalidArg, "batch belongs to another database")

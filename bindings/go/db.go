@@ -11,7 +11,9 @@ package tidesdb
 import "C"
 
 import (
+	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -79,8 +81,14 @@ func (d *dbCore) lock(op string) error {
 	return nil
 }
 
-// cstr returns a C copy of s (free it with C.free).
-func cstr(s string) *C.char { return C.CString(s) }
+// cstr returns a C copy of s (free it with C.free); a NUL inside s would
+// cut the C string short, so it is refused.
+func cstr(op, s string) (*C.char, error) {
+	if strings.IndexByte(s, 0) >= 0 {
+		return nil, newErr(op, ErrInvalidArg, fmt.Sprintf("%q contains a NUL byte", s))
+	}
+	return C.CString(s), nil
+}
 
 // ptr returns the address of b's first byte, or nil for an empty slice.
 // The library copies what it needs before the call returns.
@@ -102,14 +110,17 @@ func Open(path string, opts *Options) (*DB, error) {
 			return nil, err
 		}
 	}
-	p := cstr(path)
+	p, err := cstr("open", path)
+	if err != nil {
+		return nil, err
+	}
 	defer C.free(unsafe.Pointer(p))
 	var c *C.tdb_t
 	if err := errOf("open", C.tdbgo_open(p, &cfg, &c)); err != nil {
 		return nil, err
 	}
 	var dc *C.tdb_cf_t
-	dn := cstr(DefaultColumnFamily)
+	dn := C.CString(DefaultColumnFamily)
 	defer C.free(unsafe.Pointer(dn))
 	if err := errOf("open", C.tdbgo_get_cf(c, dn, &dc)); err != nil {
 		C.tdb_close(c)
@@ -186,7 +197,10 @@ func (db *DB) CreateColumnFamily(name string, opts *CFOptions) (*ColumnFamily, e
 		return nil, err
 	}
 	defer db.core.mu.RUnlock()
-	n := cstr(name)
+	n, err := cstr("create column family", name)
+	if err != nil {
+		return nil, err
+	}
 	defer C.free(unsafe.Pointer(n))
 	var c *C.tdb_cf_t
 	if err := errOf("create column family", C.tdbgo_create_cf(db.core.c, n, &cfg, &c)); err != nil {
@@ -201,7 +215,10 @@ func (db *DB) ColumnFamily(name string) (*ColumnFamily, error) {
 		return nil, err
 	}
 	defer db.core.mu.RUnlock()
-	n := cstr(name)
+	n, err := cstr("column family", name)
+	if err != nil {
+		return nil, err
+	}
 	defer C.free(unsafe.Pointer(n))
 	var c *C.tdb_cf_t
 	if err := errOf("column family", C.tdbgo_get_cf(db.core.c, n, &c)); err != nil {
@@ -217,7 +234,10 @@ func (db *DB) DropColumnFamily(name string) error {
 		return err
 	}
 	defer db.core.mu.RUnlock()
-	n := cstr(name)
+	n, err := cstr("drop column family", name)
+	if err != nil {
+		return err
+	}
 	defer C.free(unsafe.Pointer(n))
 	return errOf("drop column family", C.tdbgo_drop_cf(db.core.c, n))
 }
@@ -323,7 +343,10 @@ func (db *DB) Checkpoint(dir string) (uint64, error) {
 		return 0, err
 	}
 	defer db.core.mu.RUnlock()
-	d := cstr(dir)
+	d, err := cstr("checkpoint", dir)
+	if err != nil {
+		return 0, err
+	}
 	defer C.free(unsafe.Pointer(d))
 	var seq C.uint64_t
 	if err := errOf("checkpoint", C.tdbgo_checkpoint(db.core.c, d, &seq)); err != nil {

@@ -122,6 +122,11 @@ func TestInvalidArguments(t *testing.T) {
 	if e.Code.Retryable() || !ErrConflict.Retryable() {
 		t.Fatal("Retryable")
 	}
+	_, err = db.CreateColumnFamily("a\x00b", nil)
+	wantCode(t, err, ErrInvalidArg)
+	_, err = Open(t.TempDir()+"/x\x00y", nil)
+	wantCode(t, err, ErrInvalidArg)
+	wantCode(t, db.Write(nil, nil), ErrInvalidArg)
 	o := DefaultOptions()
 	o.BlockCacheSize = -1
 	_, err = Open(t.TempDir(), &o)

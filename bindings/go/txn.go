@@ -248,7 +248,10 @@ func (t *Txn) Rollback() error {
 }
 
 func (t *Txn) named(op, name string, fn func(*C.tdb_txn_t, *C.char) C.tdbgo_rc) error {
-	n := cstr(name)
+	n, err := cstr(op, name)
+	if err != nil {
+		return err
+	}
 	defer C.free(unsafe.Pointer(n))
 	return t.do(op, func(tx *C.tdb_txn_t) C.tdbgo_rc { return fn(tx, n) })
 }
