@@ -61,7 +61,7 @@ class BuildExt(build_ext):
         super().build_extensions()
 
 
-SOURCES = ["module.c", "db.c", "batch.c", "iter.c", "txn.c"]
+SOURCES = ["module.c", "db.c", "cf.c", "snapshot.c", "batch.c", "iter.c", "txn.c"]
 
 setup(
     ext_modules=[

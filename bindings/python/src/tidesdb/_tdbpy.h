@@ -1,8 +1,9 @@
 /*
  * _tdbpy.h: shared declarations of the tidesdb C extension (the Python
  * binding of include/tidesdb/tidesdb.h). Files: module.c (errors, argument
- * helpers, module init), db.c (DB, ColumnFamily, Snapshot, options),
- * batch.c (WriteBatch), iter.c (Iterator), txn.c (Transaction).
+ * helpers, module init), db.c (DB), cf.c (ColumnFamily, options),
+ * snapshot.c (Snapshot), batch.c (WriteBatch), iter.c (Iterator), txn.c
+ * (Transaction).
  *
  * Invariants
  *  1. Every native handle (tdb_t, tdb_cf_t, tdb_iter_t, tdb_snapshot_t,
@@ -125,13 +126,19 @@ void tdbpy_link_del(tdbpy_link *l);
 #define TDBPY_CHILD(l) ((ChildObject *)((char *)(l) - offsetof(ChildObject, link)))
 
 /* db.c */
+PyObject *tdbpy_db_get(DBObject *self, PyObject *key, PyObject *cfo, PyObject *snapo,
+                       int missing_none);
 int tdbpy_enter(DBObject *db);
 void tdbpy_leave(DBObject *db);
 int tdbpy_resolve_cf(DBObject *db, PyObject *o, tdb_cf_t **out);
 int tdbpy_resolve_snapshot(DBObject *db, PyObject *o, tdb_snapshot_t **out);
+/* cf.c */
+int tdbpy_parse_options(PyObject *kw, tdb_config_t *cfg, tdb_cf_config_t *cf);
 int tdbpy_parse_cf_options(PyObject *kw, tdb_cf_config_t *cfg);
+PyObject *tdbpy_cf_object(DBObject *db, tdb_cf_t *cf);
 PyObject *tdbpy_cf_config_dict(const tdb_cf_config_t *cfg);
 int tdbpy_busy_error(const char *what);
+/* snapshot.c */
 void tdbpy_snapshot_release(ChildObject *child);
 
 /* batch.c, txn.c */
