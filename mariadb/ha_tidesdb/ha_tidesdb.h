@@ -109,6 +109,9 @@ class ha_tidesdb : public handler {
   int info(uint flag) override;
   int analyze(THD *thd, HA_CHECK_OPT *check_opt) override;
 
+  /* ---- CHECK TABLE (ha_tidesdb_check.cc) ---- */
+  int check(THD *thd, HA_CHECK_OPT *check_opt) override;
+
   /* ---- writes (ha_tidesdb_write.cc) ---- */
   int write_row(const uchar *buf) override;
   int update_row(const uchar *old_data, const uchar *new_data) override;
