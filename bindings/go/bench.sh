@@ -10,7 +10,8 @@
 #      its own, as tdb_bench;
 #   3. tdbgo_overhead --num=N: one process, a C loop over the C API and a
 #      Go loop over the binding on two databases, in alternating chunks;
-#      wall time and the CPU time of the thread running both loops.
+#      wall time and the CPU time of the thread running both loops; also
+#      readseq (a full scan: tdb_iter_next against Iterator.All).
 # and prints per workload the medians over the rounds and the ratios Go/C.
 # N default 1000000. Raw output and CSV go to --out (default
 # build/go-bench-<stamp>/).
@@ -76,7 +77,7 @@ for w in ("fillrandom", "readrandom"):
     print(f"  {w:<11} {co:>9.0f} {go:>9.0f} {go/co:>6.3f}   {cc:>11.3f} {gc:>12.3f} {gc/cc:>6.3f}")
 print("tdbgo_overhead (one process, alternating chunks), ns/op:")
 print(f"  {'workload':<11} {'wall C':>7} {'wall Go':>7} {'Go/C':>6}   {'cpu C':>6} {'cpu Go':>6} {'Go/C':>6} {'Go-C':>5}   {'Go+GC':>6} {'Go/C':>6}")
-for w in ("fillrandom", "readrandom"):
+for w in ("fillrandom", "readrandom", "readseq"):
     wc, wg = col("ovh", w, "wall_median_c_ns"), col("ovh", w, "wall_median_go_ns")
     cc, cg, cgg = col("ovh", w, "cpu_c_ns"), col("ovh", w, "cpu_go_ns"), col("ovh", w, "cpu_go_gc_ns")
     print(f"  {w:<11} {wc:>7.0f} {wg:>7.0f} {wg/wc:>6.3f}   {cc:>6.0f} {cg:>6.0f} {cg/cc:>6.3f} {cg-cc:>+5.0f}   {cgg:>6.0f} {cgg/cc:>6.3f}")

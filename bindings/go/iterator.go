@@ -5,6 +5,7 @@ import "C"
 
 import (
 	"bytes"
+	"encoding/binary"
 	"iter"
 	"runtime"
 	"unsafe"
@@ -351,26 +352,106 @@ func (it *Iterator) Value() []byte {
 	return v
 }
 
-// seq yields the entries from a first move, then steps.
-func (it *Iterator) seq(first C.int, key []byte, next C.int) iter.Seq2[[]byte, []byte] {
+// seqBatchBytes is the size of the buffers the range functions fill:
+// one allocation and one cgo call for up to seqBatchMax entries.
+const (
+	seqBatchBytes = 16 << 10
+	seqBatchMax   = 256
+)
+
+// seq yields the entries from a first move on, stepping forward (dir > 0)
+// or backward. The entries come in batches copied by tdbgo_iter_fill into
+// one Go buffer (each key and value a capped slice of it), so the C
+// iterator runs ahead of what was yielded; when the loop body stops
+// early, the iterator is moved back to the last entry yielded.
+func (it *Iterator) seq(first C.int, key []byte, dir int) iter.Seq2[[]byte, []byte] {
 	return func(yield func([]byte, []byte) bool) {
 		defer runtime.KeepAlive(it)
-		ok, k, v := it.core.moveCopy(first, key, true)
-		for ok && yield(k, v) {
-			ok, k, v = it.core.moveCopy(next, nil, true)
+		ic := it.core
+		if !ic.move(first, key) {
+			return
+		}
+		// From here on the C iterator runs ahead: the position the
+		// methods see (Key, Value, Valid) is none until the loop ends.
+		ic.valid = false
+		size := seqBatchBytes
+		for {
+			buf, n, more, err := ic.fill(dir, size)
+			if err != nil {
+				ic.valid, ic.err = false, err
+				return
+			}
+			if n == 0 && more { // one entry larger than the buffer
+				size = cap(buf)
+				continue
+			}
+			for off, i := 0, 0; i < n; i++ {
+				kl := int(binary.NativeEndian.Uint32(buf[off:]))
+				vl := int(binary.NativeEndian.Uint32(buf[off+4:]))
+				k := buf[off+8 : off+8+kl : off+8+kl]
+				v := buf[off+8+kl : off+8+kl+vl : off+8+kl+vl]
+				off += 8 + kl + vl
+				if !yield(k, v) {
+					ic.rewind(k, dir)
+					return
+				}
+			}
+			if !more { // ended (ic.err set by fill) or past the bound
+				return
+			}
+			size = seqBatchBytes
 		}
 	}
 }
 
+// fill copies a batch of entries from the C iterator's position into a
+// new buffer of size bytes; with n == 0 and more set, the entry needs a
+// buffer of cap(buf) bytes (returned empty).
+func (ic *iterCore) fill(dir, size int) (buf []byte, n int, more bool, err error) {
+	if err := ic.lock("iterator"); err != nil {
+		return nil, 0, false, err
+	}
+	defer ic.unlock()
+	var bound []byte
+	if dir > 0 {
+		bound = ic.upper
+	} else {
+		bound = ic.lower
+	}
+	buf = make([]byte, size)
+	f := C.tdbgo_iter_fill(ic.c, C.int(dir), ptr(bound), C.size_t(len(bound)), b2i(bound != nil),
+		ptr(buf), C.size_t(len(buf)), seqBatchMax)
+	if f.n == 0 && f.more != 0 {
+		return make([]byte, 0, int(f.need)), 0, true, nil
+	}
+	ic.err = errDetail("iterator", C.int(f.rc), f.detail)
+	return buf[:f.used], int(f.n), f.more != 0, nil
+}
+
+// rewind puts the iterator back on key, the last entry yielded, after a
+// range loop stopped early (the C iterator had read ahead).
+func (ic *iterCore) rewind(key []byte, dir int) {
+	op := C.int(opSeek)
+	if dir < 0 {
+		op = opSeekForPrev
+	}
+	ic.move(op, bytes.Clone(key))
+}
+
 // All iterates the range forward from its first key, yielding copies of
-// each key and value. Check Err afterwards.
-func (it *Iterator) All() iter.Seq2[[]byte, []byte] { return it.seq(opFirst, nil, opNext) }
+// each key and value (slices of buffers shared by a batch of entries,
+// never changed afterwards). Check Err afterwards. Inside the loop use
+// the yielded key and value and do not move the iterator: it reads ahead
+// in batches, so Key, Value and Valid report no entry until the loop
+// ends. After a break it is on the last entry yielded; after the end, on
+// none.
+func (it *Iterator) All() iter.Seq2[[]byte, []byte] { return it.seq(opFirst, nil, 1) }
 
 // Backward iterates the range backward from its last key.
-func (it *Iterator) Backward() iter.Seq2[[]byte, []byte] { return it.seq(opLast, nil, opPrev) }
+func (it *Iterator) Backward() iter.Seq2[[]byte, []byte] { return it.seq(opLast, nil, -1) }
 
 // From iterates forward from the first key >= start.
 func (it *Iterator) From(start []byte) iter.Seq2[[]byte, []byte] {
 	start = bytes.Clone(start)
-	return it.seq(opSeek, start, opNext)
+	return it.seq(opSeek, start, 1)
 }

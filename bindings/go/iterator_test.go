@@ -188,3 +188,103 @@ func TestIteratorColumnFamily(t *testing.T) {
 		t.Fatalf("family iterator: %v", got)
 	}
 }
+
+// The range functions read ahead in batches (seqBatchMax entries or
+// seqBatchBytes): many batches, an entry larger than a batch buffer,
+// bounds inside a batch, and a break in mid-batch must all look exactly
+// like stepping one entry at a time.
+func TestIteratorBatches(t *testing.T) {
+	db, _ := openTemp(t, nil)
+	const n = 3000
+	key := func(i int) []byte { return []byte(fmt.Sprintf("b%05d", i)) }
+	val := func(i int) []byte {
+		if i == 1234 {
+			return bytes.Repeat([]byte("L"), 3*seqBatchBytes) // larger than a batch buffer
+		}
+		return []byte(fmt.Sprintf("v%d-%s", i, bytes.Repeat([]byte("x"), i%50)))
+	}
+	for i := 0; i < n; i++ {
+		must(t, db.Put(key(i), val(i)))
+	}
+	must(t, db.Flush(nil))
+	for i := 0; i < n; i += 7 { // newer versions in the memtable for some
+		must(t, db.Put(key(i), val(i)))
+	}
+	check := func(name string, it *Iterator, seq func(func([]byte, []byte) bool), lo, hi, step int) {
+		t.Helper()
+		i := lo
+		for k, v := range seq {
+			if !bytes.Equal(k, key(i)) || !bytes.Equal(v, val(i)) {
+				t.Fatalf("%s: entry %d is %q (%d bytes of value)", name, i, k, len(v))
+			}
+			if it.Key() != nil || it.Valid() {
+				t.Fatalf("%s: the iterator reports a position inside the loop", name)
+			}
+			i += step
+		}
+		must(t, it.Err())
+		if i != hi {
+			t.Fatalf("%s: stopped at %d, want %d", name, i, hi)
+		}
+	}
+	it, err := db.NewIterator(nil)
+	must(t, err)
+	defer it.Close()
+	check("all", it, it.All(), 0, n, 1)
+	check("backward", it, it.Backward(), n-1, -1, -1)
+	check("from", it, it.From(key(1000)), 1000, n, 1)
+
+	bit, err := db.NewIterator(&IterOptions{LowerBound: key(100), UpperBound: key(2900)})
+	must(t, err)
+	defer bit.Close()
+	check("bounded", bit, bit.All(), 100, 2900, 1)
+	check("bounded backward", bit, bit.Backward(), 2899, 99, -1)
+
+	// A break in mid-batch leaves the iterator on the last entry yielded.
+	m := 0
+	for k, v := range it.All() {
+		if m == 300 {
+			k = append(k, "-appended"...) // capped: cannot write into v
+			if !bytes.Equal(v, val(300)) {
+				t.Fatal("appending to a key changed its value")
+			}
+			break
+		}
+		m++
+	}
+	if !it.Valid() || !bytes.Equal(it.Key(), key(300)) || !it.Next() || !bytes.Equal(it.Key(), key(301)) {
+		t.Fatalf("after a break at 300: %q", it.Key())
+	}
+	for k := range it.Backward() {
+		if bytes.Equal(k, key(2500)) {
+			break
+		}
+	}
+	if !bytes.Equal(it.Key(), key(2500)) || !it.Prev() || !bytes.Equal(it.Key(), key(2499)) {
+		t.Fatalf("after a backward break at 2500: %q", it.Key())
+	}
+
+	// A transaction's iterator batches too, its own writes included.
+	tx, err := db.Begin(nil)
+	must(t, err)
+	defer tx.Close()
+	must(t, tx.Put(nil, []byte("b01500x"), []byte("own")))
+	must(t, tx.Delete(nil, key(1501)))
+	tit, err := tx.NewIterator(nil, nil)
+	must(t, err)
+	count, own := 0, false
+	for k, v := range tit.All() {
+		count++
+		if string(k) == "b01500x" && string(v) == "own" {
+			own = true
+		}
+		if bytes.Equal(k, key(1501)) {
+			t.Fatal("a deleted key in the transaction's view")
+		}
+	}
+	must(t, tit.Err())
+	must(t, tit.Close())
+	if count != n || !own {
+		t.Fatalf("transaction view: %d entries, own write seen %v", count, own)
+	}
+}

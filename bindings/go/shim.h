@@ -163,6 +163,65 @@ static inline tdbgo_pos tdbgo_iter_move(tdb_iter_t *it, int op, const void *k, s
     return p;
 }
 
+/* Bytewise order of two keys. */
+static inline int tdbgo_cmp(const void *a, size_t al, const void *b, size_t bl)
+{
+    int c = memcmp(a, b, al < bl ? al : bl);
+    return c ? c : (al < bl ? -1 : al > bl);
+}
+
+/* A batch of entries for the range-over-func iterators. */
+typedef struct {
+    int    n;     /* entries copied into buf                              */
+    size_t used;  /* bytes of buf used                                    */
+    size_t need;  /* n == 0: bytes the current entry needs (buf too small) */
+    int    more;  /* the iterator is on a further entry within the bound  */
+    int    rc;    /* the iterator's status when it ended                  */
+    char  *detail;
+} tdbgo_fill;
+
+/* Copy entries into buf from the iterator's current (valid) entry on,
+ * stepping forward (dir > 0) or backward after each, until max entries,
+ * a full buf, the bound (forward: a key >= bound; backward: a key <
+ * bound; has_bound 0: none) or the end. Each entry is laid out as a
+ * 4-byte key length, a 4-byte value length (native order), the key, the
+ * value. The iterator is left on the first entry not taken (more = 1) or
+ * past the range. One cgo call for many entries. */
+static inline tdbgo_fill tdbgo_iter_fill(tdb_iter_t *it, int dir, const void *bound, size_t blen,
+                                         int has_bound, void *buf, size_t cap, int max)
+{
+    tdbgo_fill f = {0, 0, 0, 0, TDB_OK, NULL};
+    char *out = (char *)buf;
+    while (tdb_iter_valid(it)) {
+        size_t kl, vl;
+        const void *k = tdb_iter_key(it, &kl);
+        if (has_bound && (dir > 0 ? tdbgo_cmp(k, kl, bound, blen) >= 0 : tdbgo_cmp(k, kl, bound, blen) < 0))
+            return f; /* past the bound: more = 0 */
+        const void *v = tdb_iter_value(it, &vl);
+        size_t need = 8 + kl + vl;
+        if (f.n == max || f.used + need > cap) {
+            if (f.n == 0)
+                f.need = need;
+            f.more = 1;
+            return f;
+        }
+        uint32_t l[2] = {(uint32_t)kl, (uint32_t)vl};
+        memcpy(out + f.used, l, 8);
+        memcpy(out + f.used + 8, k, kl);
+        memcpy(out + f.used + 8 + kl, v, vl);
+        f.used += need;
+        f.n++;
+        if (dir > 0)
+            tdb_iter_next(it);
+        else
+            tdb_iter_prev(it);
+    }
+    tdbgo_rc r = tdbgo_wrap(tdb_iter_status(it), 0);
+    f.rc = r.rc;
+    f.detail = r.detail;
+    return f;
+}
+
 /* Transactions. */
 static inline tdbgo_rc tdbgo_txn_begin(tdb_t *db, const tdb_txn_options_t *o, tdb_txn_t **out) { TDBGO_CALL(tdb_txn_begin(db, o, out)); }
 static inline tdbgo_rc tdbgo_txn_reset(tdb_txn_t *t, const tdb_txn_options_t *o) { TDBGO_CALL(tdb_txn_reset(t, o)); }

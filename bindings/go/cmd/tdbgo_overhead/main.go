@@ -4,7 +4,9 @@
 // other by a Go loop calling DB.Put / DB.Get, with the same keys and
 // values, in alternating chunks (the side that goes first alternates too),
 // so both see the same machine load and the same database shape. It
-// prints, for fillrandom and readrandom, the time per operation of each
+// prints, for fillrandom, readrandom and readseq (a full forward scan:
+// tdb_iter_next in C, the range-over-func Iterator.All in Go, which hands
+// out copies), the time per operation of each
 // side and the ratio Go/C: the median of the chunks' wall times, and the
 // CPU time of the thread that runs both loops (locked to it), which the
 // other processes of a shared machine disturb far less; the Go side's is
@@ -68,6 +70,19 @@ package main
 //     rc = tdb_iter_status(it);
 //     tdb_iter_destroy(it);
 //     return rc;
+// }
+// /* Step a forward iterator over up to n entries (reading each key and
+//  * value as a C user does: pointers and lengths); how many it visited. */
+// static int64_t c_scan(tdb_iter_t *it, int64_t n, uint64_t *bytes) {
+//     int64_t i = 0;
+//     for (; i < n && tdb_iter_valid(it); i++) {
+//         size_t kl, vl;
+//         const char *k = tdb_iter_key(it, &kl);
+//         const char *v = tdb_iter_value(it, &vl);
+//         *bytes += kl + vl + (uint64_t)(k[0] ^ v[0]) * 0;
+//         tdb_iter_next(it);
+//     }
+//     return i;
 // }
 // static int c_open(const char *dir, size_t cache, size_t wbs, double fpr, tdb_t **db, tdb_cf_t **cf) {
 //     tdb_config_t c;
@@ -335,6 +350,60 @@ func main() {
 		fail("readrandom", fmt.Errorf("C found %d keys, Go %d", foundC, foundGo))
 	}
 	report("readrandom", tc, tg, cpuC, cpuG, gcG, len(idx))
+
+	// readseq: both databases hold the same keys; one iterator each,
+	// advanced chunk by chunk (the Go side resumes with From after the
+	// last key it saw: one seek per chunk).
+	var cit *C.tdb_iter_t
+	cerr("c iterator", C.tdb_iter_create(cdb, ccf, nil, &cit))
+	defer C.tdb_iter_destroy(cit)
+	C.tdb_iter_seek_to_first(cit)
+	git, err := gdb.NewIterator(nil)
+	if err != nil {
+		fail("go iterator", err)
+	}
+	defer git.Close()
+	tc, tg, cpuC, cpuG, gcG = nil, nil, 0, 0, 0
+	var bytesC C.uint64_t
+	var bytesGo uint64
+	var nC, nGo int64
+	var resume []byte // nil: from the first key
+	runC = func(lo, hi int) {
+		t0, c0 := time.Now(), C.thread_cpu_ns()
+		n := C.c_scan(cit, C.int64_t(hi-lo), &bytesC)
+		cpuC += int64(C.thread_cpu_ns() - c0)
+		if n > 0 {
+			tc = append(tc, perOp(t0, int(n)))
+		}
+		nC += int64(n)
+	}
+	runGo = func(lo, hi int) {
+		t0, c0, g0 := time.Now(), C.thread_cpu_ns(), gcSeconds()
+		n := 0
+		var last []byte
+		for k, v := range git.From(resume) {
+			bytesGo += uint64(len(k) + len(v))
+			last = k
+			if n++; n == hi-lo {
+				break
+			}
+		}
+		if err := git.Err(); err != nil {
+			fail("go scan", err)
+		}
+		cpuG += int64(C.thread_cpu_ns() - c0)
+		gcG += gcSeconds() - g0
+		if n > 0 {
+			tg = append(tg, perOp(t0, n))
+			resume = append(last, 0) // the first key after last
+		}
+		nGo += int64(n)
+	}
+	alternate(*num, *chunk, runC, runGo)
+	if nC != nGo || uint64(bytesC) != bytesGo || nC == 0 {
+		fail("readseq", fmt.Errorf("C visited %d entries (%d bytes), Go %d (%d bytes)", nC, bytesC, nGo, bytesGo))
+	}
+	report("readseq", tc, tg, cpuC, cpuG, gcG, int(nC))
 }
 
 // alternate runs chunk after chunk of [0, n) on both sides, the side that
