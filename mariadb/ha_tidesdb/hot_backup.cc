@@ -13,7 +13,8 @@
  * Invariants
  *  1. One point in time. Everything is taken while the session holds
  *     BACKUP STAGE BLOCK_COMMIT: the statement runs the stages itself when
- *     the session has none, or uses the session's own BLOCK_COMMIT. Under
+ *     the session has none (and ends them), or moves the session's own
+ *     stages on to BLOCK_COMMIT (invariant 4). Under
  *     it no DDL runs (the .frm files and the dictionary agree, handlerton
  *     check_version) and no transaction commits: the server takes the
  *     BACKUP_COMMIT lock before an engine's prepare and releases it after
@@ -28,6 +29,12 @@
  *     file was synced; a failure removes what this statement created.
  *  3. The directory must be absent (its parent existing) or empty and
  *     writable; anything else is refused before any lock is taken.
+ *  4. Commits are blocked only for the checkpoint: the memtables are
+ *     flushed first (tdb_flush), before BLOCK_COMMIT, so the checkpoint
+ *     copies only the WAL written since. A session at START, FLUSH or
+ *     BLOCK_DDL is moved on to BLOCK_COMMIT (and stays there for its own
+ *     BACKUP STAGE END, so it can copy more files of the same point); one
+ *     already at BLOCK_COMMIT is used as it is (no flush: commits wait).
  */
 #include "hot_backup.h"
 
@@ -318,21 +325,23 @@ int backup_dir_check(THD *thd, struct st_mysql_sys_var *, void *save, struct st_
   if (!g_db) return fail("the TidesDB database is not open");
 
   backup_stages entered = thd->current_backup_stage;
-  if (entered != BACKUP_FINISHED && entered != BACKUP_LOCK_COMMIT) {
-    my_printf_error(ER_BACKUP_WRONG_STAGE,
-                    "tidesdb_backup_dir: this session is in a BACKUP STAGE before BLOCK_COMMIT: run "
-                    "BACKUP STAGE BLOCK_COMMIT first (or set it outside BACKUP STAGE, where it "
-                    "runs the stages itself)",
-                    MYF(0));
-    return 1;
-  }
   bool created;
   if (prepare_dir(path, &created)) return 1;
 
   ulonglong t0 = my_interval_timer();
   bool own = entered == BACKUP_FINISHED;
-  if (own && (run_backup_stage(thd, BACKUP_START) || run_backup_stage(thd, BACKUP_LOCK_COMMIT))) {
-    if (thd->current_backup_stage != BACKUP_FINISHED) backup_end(thd);
+  /* Invariant 4: flush before commits are blocked. */
+  if (entered != BACKUP_LOCK_COMMIT) {
+    int rc = tdb_flush(g_db, NULL);
+    if (rc != TDB_OK)
+      log_warning("TidesDB: backup to %s: flushing the memtables first failed (%s: %s); the checkpoint "
+                  "copies their WAL instead",
+                  path.c_str(), tdb_strerror(rc), tdb_last_error());
+  }
+  ulonglong t_flushed = my_interval_timer();
+  if ((own && run_backup_stage(thd, BACKUP_START)) ||
+      (entered != BACKUP_LOCK_COMMIT && run_backup_stage(thd, BACKUP_LOCK_COMMIT))) {
+    if (own && thd->current_backup_stage != BACKUP_FINISHED) backup_end(thd);
     if (created) rmdir(path.c_str());
     return 1;
   }
@@ -350,11 +359,12 @@ int backup_dir_check(THD *thd, struct st_mysql_sys_var *, void *save, struct st_
     log_warning("TidesDB: backup to %s failed", path.c_str());
     return 1;
   }
-  log_info("TidesDB: backup to %s: %zu tables, sequence %llu, binlog %s:%s gtid '%s'; %llu ms, of "
-           "which %llu ms under BLOCK_COMMIT%s",
+  log_info("TidesDB: backup to %s: %zu tables, sequence %llu, binlog %s:%s gtid '%s'; %llu ms: flush "
+           "%llu ms, then %llu ms under BLOCK_COMMIT%s",
            path.c_str(), ntables, (unsigned long long)seq, point.log_bin ? point.binlog_file.c_str() : "OFF",
            point.log_bin ? std::to_string(point.binlog_pos).c_str() : "-", point.gtid.c_str(),
-           (t_done - t0) / 1000000, (t_done - t_locked) / 1000000, own ? "" : " (stage held by the session)");
+           (t_done - t0) / 1000000, (t_flushed - t0) / 1000000, (t_done - t_locked) / 1000000,
+           own ? "" : " (the session's stage)");
   *(const char **)save = thd->strmake(path.c_str(), path.size());
   return 0;
 }

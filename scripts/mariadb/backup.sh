@@ -16,10 +16,11 @@
 #                                 events...; not its InnoDB tables nor the
 #                                 log tables: the restored server keeps the
 #                                 fresh ones)
-#   BACKUP STAGE BLOCK_COMMIT     SET GLOBAL tidesdb_backup_dir=BACKUP_DIR:
-#                                 the library checkpoint, the TidesDB tables'
-#                                 .frm files and tidesdb_binlog_pos (binlog
-#                                 file:pos and GTID of this point)
+#   SET GLOBAL tidesdb_backup_dir=BACKUP_DIR   flushes the memtables, moves
+#                                 the session on to BLOCK_COMMIT and takes the
+#                                 library checkpoint, the TidesDB tables' .frm
+#                                 files and tidesdb_binlog_pos (binlog file:pos
+#                                 and GTID of this point)
 #   BACKUP STAGE END
 # then the system tables are moved into BACKUP_DIR/mysql. Tables of other
 # engines (InnoDB, MyRocks, Aria user tables) are not in the backup.
@@ -83,7 +84,7 @@ done
 sync -f "$stage/mysql" 2>/dev/null || sync
 t1=$(date +%s%N)
 q="${dir//\\/\\\\}"; q="${q//\'/\\\'}"
-run "BACKUP STAGE BLOCK_COMMIT;" "SET GLOBAL tidesdb_backup_dir='$q';"
+run "SET GLOBAL tidesdb_backup_dir='$q';"
 run "BACKUP STAGE END;"
 t2=$(date +%s%N)
 eval "exec ${SESSION[1]}>&-"
@@ -92,5 +93,5 @@ wait "$SESSION_PID" 2>/dev/null || true
 [ -f "$dir/tidesdb_binlog_pos" ] || die "no $dir/tidesdb_binlog_pos: the backup did not complete"
 mv "$stage/mysql" "$dir/mysql"
 sync -f "$dir" 2>/dev/null || sync
-echo "backup.sh: backup in $dir ($(du -sh "$dir" | cut -f1)); $(( (t2 - t0) / 1000000 )) ms with DDL blocked, of which $(( (t2 - t1) / 1000000 )) ms with commits blocked"
+echo "backup.sh: backup in $dir ($(du -sh "$dir" | cut -f1)); $(( (t2 - t0) / 1000000 )) ms with DDL blocked, $(( (t2 - t1) / 1000000 )) ms in SET GLOBAL tidesdb_backup_dir (the server's error log tells how much of it with commits blocked)"
 grep -v '^#' "$dir/tidesdb_binlog_pos" | sed 's/^/backup.sh:   /'

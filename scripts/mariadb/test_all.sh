@@ -8,7 +8,13 @@
 #   2 warehouses, 2 threads, 60 s, check) -> crash test (kill -9 during
 #   sysbench writes and during TPC-C) -> crash_tpcc (kill -9 at random
 #   moments of TPC-C, 3 cycles at the relaxed and 3 at the durable preset:
-#   acknowledged New-Orders present, go-tpc check) -> harness_smoke (each SQL benchmark
+#   acknowledged New-Orders present, go-tpc check) -> backup (backup.sh
+#   under a go-tpc load, restore.sh into a fresh server: counts at the
+#   backup point, go-tpc check, binlog replayed from the recorded position
+#   gives the source's checksums) -> repl (a primary and a GTID replica
+#   under sysbench: tables agree; 3 kill -9 cycles of the primary: engine
+#   and binlog agree, the replica resumes and matches; a replica built from
+#   a hot backup) -> harness_smoke (each SQL benchmark
 #   harness for a few seconds on one engine) -> pgo (the PGO build: missing
 #   and stale profiles refused, a full --pgo build loads and serves).
 # Prints one line per step and a final "N passed, N failed"; exits non-zero
@@ -71,6 +77,8 @@ step sysbench_rr_optimistic 300 1 env TIME="${SMOKE_TIME:-5}" ISOLATION=REPEATAB
 step tpcc 900 1 env TIME="${TPCC_TIME:-60s}" bash "$here/tpcc.sh"
 step crash 600 1 bash "$here/crash_test.sh"
 step crash_tpcc 400 1 bash "$here/crash_tpcc.sh"
+step backup 400 1 bash "$here/backup_test.sh"
+step repl 300 1 bash "$here/repl/repl_test.sh"
 step harness_smoke 600 1 bash "$here/harness_test.sh" --smoke
 step pgo 600 1 bash "$here/pgo_test.sh"
 
