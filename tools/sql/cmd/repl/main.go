@@ -67,6 +67,8 @@ type options struct {
 	port      int // primary; the replica listens on port+1
 	out       string
 	snapshot  bool // build a replica from a hot backup too
+	parallel  int  // the replicas' slave_parallel_threads (0: one SQL thread)
+	parMode   string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -88,6 +90,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.port, "port", 3496, "TCP port of the primary; the replica uses port+1, the snapshot replica port+2")
 	fs.StringVar(&o.out, "out", "", "results: cycles.csv, summary.md, logs/ (default build/repl/out)")
 	fs.BoolVar(&o.snapshot, "snapshot", true, "also build a replica (port+2) from a hot backup of the primary taken under load, at the backup's GTID")
+	fs.IntVar(&o.parallel, "replica-parallel", 4, "slave_parallel_threads of the replicas (0: the SQL thread applies alone)")
+	fs.StringVar(&o.parMode, "replica-parallel-mode", "conservative", "slave_parallel_mode with --replica-parallel: conservative or minimal")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -112,6 +116,16 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("--clients, --sb-threads, --sb-tables and --sb-rows want at least 1")
 	case o.port < 1 || o.port > 65533:
 		return o, fmt.Errorf("--port %d: want 1..65533 (the replicas take the next two)", o.port)
+	case o.parallel < 0 || o.parallel > 64:
+		return o, fmt.Errorf("--replica-parallel %d: want 0..64", o.parallel)
+	case o.parMode == "optimistic" || o.parMode == "aggressive":
+		// A worker waiting on a TidesDB row lock held by a later
+		// transaction is not reported to the server
+		// (thd_rpl_deadlock_check), so the later one is never rolled back
+		// and the replica stalls until the lock wait times out.
+		return o, fmt.Errorf("--replica-parallel-mode %s: not supported over TidesDB: its row-lock waits are not reported to the server, so a worker waiting on a later transaction's lock stalls the replica (docs/design/replication.md); use conservative or minimal", o.parMode)
+	case o.parMode != "conservative" && o.parMode != "minimal":
+		return o, fmt.Errorf("--replica-parallel-mode %q: want conservative or minimal", o.parMode)
 	case o.catchup < time.Second:
 		return o, fmt.Errorf("--catchup-timeout %s: want at least 1s", o.catchup)
 	}
@@ -138,6 +152,7 @@ func (o options) lines() []string {
 			o.port, o.port+1),
 		fmt.Sprintf("preset %s: TidesDB sync %s, cache %s, write buffer %s per server",
 			p.Name(), p.TidesDBSyncMode(), server.FormatBytes(p.TidesDBCache), server.FormatBytes(p.WriteBuffer)),
+		fmt.Sprintf("replicas apply with slave_parallel_threads=%d (%s)", o.parallel, o.parMode),
 		fmt.Sprintf("load: sysbench oltp_write_only %d threads on %d x %d rows + %d logged writers; steady %s; %d crash cycle(s), kill -9 at %s..%s; seed %d",
 			o.sbThreads, o.sbTables, o.sbRows, o.clients, o.steady, o.cycles, o.killMin, o.killMax, o.seed),
 	}

@@ -102,6 +102,8 @@ func TestParseFlags(t *testing.T) {
 		{"--clients", "0"},
 		{"--port", "65535"},
 		{"--cache", "1M"},
+		{"--replica-parallel-mode", "optimistic"},
+		{"--replica-parallel", "-1"},
 		{"extra"},
 	} {
 		if _, err := parseFlags(args); err == nil {

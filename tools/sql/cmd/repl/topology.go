@@ -43,7 +43,7 @@ const (
 // commit group, GTID strict mode; a replica also logs what it applies
 // (it can be promoted) and keeps its GTID position in a TidesDB table
 // (gtid_pos_auto_engines), so its position commits with its data.
-func replLines(id int) []string {
+func replLines(id, parallel int, mode string) []string {
 	l := []string{
 		"server_id = " + strconv.Itoa(id),
 		"log_bin = binlog",
@@ -54,14 +54,15 @@ func replLines(id int) []string {
 		"max_binlog_size = 16M",
 	}
 	if id != 1 {
-		l = append(l, "relay_log = relay", "read_only = ON", "gtid_pos_auto_engines = TidesDB", "skip_slave_start = ON")
+		l = append(l, "relay_log = relay", "read_only = ON", "gtid_pos_auto_engines = TidesDB", "skip_slave_start = ON",
+			"slave_parallel_threads = "+strconv.Itoa(parallel), "slave_parallel_mode = "+mode)
 	}
 	return l
 }
 
 func (t *tester) startServer(name string, id, port int, fresh bool) (*server.Server, error) {
 	p, _ := t.o.preset()
-	p.Extra = replLines(id)
+	p.Extra = replLines(id, t.o.parallel, t.o.parMode)
 	return server.Start(t.ctx, t.env, server.Options{Dir: filepath.Join(t.o.dir, name), Port: port, Preset: p,
 		Engines: []string{"TidesDB"}, Fresh: fresh})
 }
