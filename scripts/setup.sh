@@ -22,8 +22,8 @@ esac
 pkgs=(build-essential cmake ninja-build pkg-config clang libgtest-dev
       liblz4-dev libzstd-dev libsnappy-dev libxxhash-dev
       librocksdb-dev libleveldb-dev rocksdb-tools python3
-      python3-dev python3-venv python3-setuptools python3-pytest)
-# (python3-dev/-venv/-setuptools/-pytest: the Python binding, built into a
+      python3-dev python3-venv python3-setuptools python3-wheel python3-pytest)
+# (python3-dev/-venv/-setuptools/-wheel/-pytest: the Python binding, built into a
 # venv and tested offline by bindings/python/test.sh.)
 if [ "$want_plots" = 1 ]; then
   pkgs+=(python3-matplotlib)
