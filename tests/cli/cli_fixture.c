@@ -13,6 +13,11 @@
  *   cli_fixture prepare DIR two-phase commit records in DIR's WAL: xid "xa1"
  *                           prepared (key "pending") and left unresolved,
  *                           xid "xa2" prepared and committed (key "done")
+ *   cli_fixture kinds DIR   a new database with every entry type, flushed
+ *                           to a table and then written again to the WAL:
+ *                           put, put with a TTL ("ttl"), a 2000-byte value
+ *                           stored apart ("big"), delete ("gone"), single
+ *                           delete ("once"), range delete [r1, r5)
  */
 #include <stdio.h>
 #include <string.h>
@@ -126,16 +131,43 @@ static int prepare(const char *dir) {
     return tdb_close(db) == TDB_OK ? 0 : die("close", TDB_ERR_IO);
 }
 
+/* Write one of each entry type into the default family. */
+static int write_kinds(tdb_t *db, tdb_cf_t *def) {
+    char big[2000];
+    memset(big, 'x', sizeof big);
+    CHECK("put", put(db, def, "plain", "p"));
+    CHECK("put ttl", tdb_put(db, def, "ttl", 3, "t", 1, 3600));
+    CHECK("put big", tdb_put(db, def, "big", 3, big, sizeof big, 0));
+    CHECK("delete", tdb_delete(db, def, "gone", 4));
+    CHECK("single delete", tdb_single_delete(db, def, "once", 4));
+    CHECK("delete range", tdb_delete_range(db, def, "r1", 2, "r5", 2));
+    return 0;
+}
+
+/* A database with every entry type in a table and in the WAL. */
+static int kinds(const char *dir) {
+    tdb_t *db;
+    tdb_cf_t *def;
+    CHECK("open", tdb_open(dir, NULL, &db));
+    CHECK("default", tdb_get_cf(db, TDB_DEFAULT_CF, &def));
+    if (write_kinds(db, def) != 0) return 1;
+    CHECK("flush", tdb_flush(db, NULL));
+    if (write_kinds(db, def) != 0) return 1;
+    CHECK("sync", tdb_sync(db));
+    return tdb_close(db) == TDB_OK ? 0 : die("close", TDB_ERR_IO);
+}
+
 /* Dispatch on the mode. */
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: cli_fixture make|hold|check|prepare DIR\n");
+        fprintf(stderr, "usage: cli_fixture make|hold|check|prepare|kinds DIR\n");
         return 2;
     }
     if (!strcmp(argv[1], "make")) return make(argv[2]);
     if (!strcmp(argv[1], "hold")) return hold(argv[2]);
     if (!strcmp(argv[1], "check")) return check(argv[2]);
     if (!strcmp(argv[1], "prepare")) return prepare(argv[2]);
+    if (!strcmp(argv[1], "kinds")) return kinds(argv[2]);
     fprintf(stderr, "cli_fixture: unknown mode %s\n", argv[1]);
     return 2;
 }

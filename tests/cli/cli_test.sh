@@ -219,6 +219,29 @@ dump_wal)
     cp "$wal" "$W/torn.log"; truncate -s -1 "$W/torn.log"
     run dump-wal --json "$W/torn.log"; expect_rc 0; json 'd["end"] == "torn tail"'
     ;;
+dump_kinds)
+    "$FIX" kinds "$W/k" || fail "cli_fixture kinds"
+    sst=$(ls "$W"/k/*.sst | head -1)
+    run dump-sst --json "$sst"; expect_rc 0
+    python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); es={e["key"]: e for e in d["entries"]}
+assert d["num_entries"] == 5 and d["num_deletes"] == 2 and d["num_range_deletes"] == 1 and d["separated_values"] == 1, d
+assert [(t["key"], t["end"], t["type"]) for t in d["range_tombstones"]] == [("r1", "r5", "range-delete")], d["range_tombstones"]
+assert es["plain"]["type"] == "put" and es["plain"]["value"] == "p"
+assert es["ttl"]["type"] == "put-ttl" and es["ttl"]["value"] == "t" and es["ttl"]["expiry"] > 1700000000
+assert es["big"]["value"] == "x" * 2000
+assert es["gone"]["type"] == "delete" and "value" not in es["gone"]
+assert es["once"]["type"] == "single-delete"
+assert d["min_seq"] == 1 and d["max_seq"] == 6
+' <<<"$out" || fail "dump-sst of every entry type: $out"
+    run dump-sst "$sst"; expect_rc 0
+    expect_has $'\trange-delete\tr1\tend=r5' "$out"; expect_has $'\tput-ttl\tttl\tt\texpiry=' "$out"
+    wal=$(ls "$W"/k/*.log | tail -1)
+    run dump-wal --json "$wal"; expect_rc 0
+    json '[e["type"] for r in d["records"] for e in r["entries"]] == ["put", "put-ttl", "put", "delete", "single-delete", "range-delete"]'
+    json '[e["seq"] for r in d["records"] for e in r["entries"]] == list(range(7, 13))'
+    json 'd["records"][-1]["entries"][0]["end"] == "r5" and d["records"][2]["entries"][0]["value"] == "x" * 2000'
+    run verify --db "$W/k"; expect_rc 0
+    ;;
 txn_records)
     "$FIX" prepare "$DB" || fail "cli_fixture prepare"
     wal=$(ls "$DB"/*.log | tail -1)
