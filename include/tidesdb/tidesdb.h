@@ -82,10 +82,13 @@ enum {
  * flushes and compactions that meet it discard their output and retry with
  * a backoff (tdb_flush retries at once and returns TDB_ERR_NO_SPACE while it
  * fails); writes that would have to wait for them get TDB_ERR_NO_SPACE.
- * A WAL fsync that reports out of space counts as out of space when only
- * the failing write was unsynced (always so in TDB_SYNC_FULL), else it is
- * a failed fsync. Once space is freed, writes succeed again without reopening. Either way
- * no acknowledged write is lost. */
+ * A WAL fsync that reports out of space is out of space too: when
+ * acknowledged TDB_SYNC_NONE/INTERVAL writes were still unsynced, the log
+ * is rewritten from the memtables into a new one before writes go on (and
+ * tdb_sync returns TDB_ERR_NO_SPACE meanwhile). Once space is freed,
+ * writes succeed again without reopening. Either way no acknowledged write
+ * is lost (a power loss while the disk is full may still take the unsynced
+ * suffix that NONE/INTERVAL allow). */
 
 /* Static name of an error code ("not found", "corruption", ...). */
 TDB_API const char *tdb_strerror(int code);
@@ -419,6 +422,27 @@ TDB_API void tdb_txn_free(tdb_txn_t *t);
 TDB_API int  tdb_txn_set_lock_timeout(tdb_txn_t *t, int64_t ms);
 /* Wake a lock wait of t from another thread (it returns TDB_ERR_ABORTED). */
 TDB_API void tdb_txn_cancel_wait(tdb_txn_t *t);
+/* The transaction's id: unique among the transactions of the database
+ * since it was opened (a new one after each begin or reset). */
+TDB_API uint64_t tdb_txn_id(const tdb_txn_t *t);
+/* One row-lock wait going on: a waiter queued on (cf_name, key) and one
+ * transaction holding that lock (a waiter blocked by several holders is
+ * reported once per holder). Valid only during the callback. */
+typedef struct tdb_lock_wait {
+    uint64_t    waiter_txn_id;    /* tdb_txn_id of the waiting transaction */
+    uint64_t    holder_txn_id;    /* ...of a transaction holding the lock */
+    const char *cf_name;
+    const void *key;
+    size_t      klen;
+    int         waiter_exclusive; /* mode asked (1 = exclusive) */
+    int         holder_exclusive; /* mode held */
+} tdb_lock_wait_t;
+typedef int (*tdb_lock_wait_fn)(void *ctx, const tdb_lock_wait_t *w);
+/* Call fn for each current (waiter, holder) pair of the pessimistic row
+ * locks, from a copy taken first (fn runs with no library lock held and
+ * may call the library); non-zero from fn stops. Returns the number of
+ * pairs reported (>= 0) or an error. */
+TDB_API int tdb_list_lock_waits(tdb_t *db, tdb_lock_wait_fn fn, void *ctx);
 /* Sequence number of the transaction's snapshot. */
 TDB_API uint64_t tdb_txn_snapshot_sequence(const tdb_txn_t *t);
 

@@ -190,6 +190,36 @@ slice_t batch_wal_payload(tdb_batch_t *b, uint64_t *expected) {
     return slice_make(start, rec->size - spare_end + k);
 }
 
+int batch_relog_marker(buf_t *out, int kind, uint64_t number) {
+    char rec[2 + 2 + 1 + 8];
+    char *p = enc_varint64(rec, 0);
+    p = enc_varint32(p, 0);
+    *p++ = (char)BATCH_TXN_RECORD;
+    *p++ = (char)kind;
+    *p++ = 8;
+    enc_fixed64(p, number);
+    buf_clear(out);
+    return buf_append(out, rec, (size_t)(p + 8 - rec));
+}
+
+int batch_put_entry(buf_t *out, unsigned type, uint32_t cf_id, slice_t key, slice_t value) {
+    TDB_RET(put_type_and_cf(out, type, cf_id));
+    TDB_RET(put_lenprefixed(out, key));
+    if (kt_is_value(type) || type == KT_RANGE_DELETE) TDB_RET(put_lenprefixed(out, value));
+    return TDB_OK;
+}
+
+int batch_wal_record(buf_t *out, uint64_t *expected, uint64_t seq, uint32_t count, slice_t entries) {
+    char hdr[BATCH_WAL_SPARE];
+    char *p = enc_varint64(hdr, zigzag((int64_t)(seq - *expected)));
+    p = enc_varint32(p, count);
+    buf_clear(out);
+    TDB_RET(buf_append(out, hdr, (size_t)(p - hdr)));
+    TDB_RET(buf_append(out, entries.data, entries.size));
+    *expected = seq + count;
+    return TDB_OK;
+}
+
 int batch_txn_marker(buf_t *out, int kind, slice_t xid, tdb_batch_t *data) {
     char head[BATCH_WAL_SPARE + 2] = {0};
     head[BATCH_WAL_SPARE] = (char)BATCH_TXN_RECORD;
@@ -212,10 +242,14 @@ int batch_txn_record(slice_t payload, uint64_t *expected, batch_txn_rec_t *out) 
     memset(out, 0, sizeof *out);
     p++;
     out->kind = p < limit ? (unsigned char)*p++ : 0;
-    if (out->kind < BATCH_TXN_PREPARE || out->kind > BATCH_TXN_ROLLBACK)
+    if (out->kind < BATCH_TXN_PREPARE || out->kind > BATCH_RELOG_GEN)
         return tdb_err(TDB_ERR_CORRUPTION, "transaction record of unknown kind %d", out->kind);
     if (!(p = dec_lenprefixed(p, limit, &out->xid)) || out->xid.size == 0 || out->xid.size > BATCH_MAX_XID)
         return tdb_err(TDB_ERR_CORRUPTION, "transaction record: malformed xid");
+    if (out->kind >= BATCH_RELOG_HEAD) {
+        if (out->xid.size != 8) return tdb_err(TDB_ERR_CORRUPTION, "relog record: malformed log number");
+        out->number = dec_fixed64(out->xid.data);
+    }
     if (out->kind != BATCH_TXN_COMMIT) {
         if (z != 0 || count != 0)
             return tdb_err(TDB_ERR_CORRUPTION, "transaction record: numbered prepare or rollback");

@@ -59,9 +59,16 @@ int batch_from_wal_fixed(slice_t payload, buf_t *out);
  *             xid are committed as sequences seq .. seq + count - 1
  *   ROLLBACK  header (0, 0) | ..: the prepare of xid is void
  * A prepare record is the same bytes in any log, so it can be rewritten
- * into a newer WAL as it is. */
+ * into a newer WAL as it is.
+ * Relog records (a WAL rewritten from the memtables after its fsync ran out
+ * of space, db/switch.c), header (0, 0), the "xid" an 8-byte fixed64 N:
+ *   RELOG_HEAD  the log's first record: the log holds every unflushed write
+ *               of every family; logs numbered below it are not replayed
+ *   RELOG_GEN   the batches that follow belong to the memtable generation
+ *               of log N: a family whose log_number is above N has them
+ *               in its tables already (recovery skips them). */
 #define BATCH_TXN_RECORD 0x3f
-enum { BATCH_TXN_PREPARE = 1, BATCH_TXN_COMMIT = 2, BATCH_TXN_ROLLBACK = 3 };
+enum { BATCH_TXN_PREPARE = 1, BATCH_TXN_COMMIT = 2, BATCH_TXN_ROLLBACK = 3, BATCH_RELOG_HEAD = 4, BATCH_RELOG_GEN = 5 };
 #define BATCH_MAX_XID 1024
 typedef struct batch_txn_rec {
     int kind;
@@ -69,6 +76,7 @@ typedef struct batch_txn_rec {
     uint64_t seq;    /* COMMIT: first sequence */
     uint32_t count;  /* PREPARE, COMMIT: entries */
     slice_t entries; /* PREPARE: the entries (checked by batch_iterate) */
+    uint64_t number; /* RELOG_HEAD, RELOG_GEN: N */
 } batch_txn_rec_t;
 /* 1 and *out if payload is a transaction record (COMMIT advances *expected
  * like a batch of count entries), 0 if it is a batch, TDB_ERR_CORRUPTION if
@@ -78,6 +86,15 @@ int batch_txn_record(slice_t payload, uint64_t *expected, batch_txn_rec_t *out);
  * after BATCH_WAL_SPARE bytes for the header; set it as data's (or another
  * batch's) wal_marker to log it in place of the entries. */
 int batch_txn_marker(buf_t *out, int kind, slice_t xid, tdb_batch_t *data);
+/* The WAL payload of a relog record of `kind` for log `number` into out. */
+int batch_relog_marker(buf_t *out, int kind, uint64_t number);
+/* Append one entry (type, family, key, value as stored in a memtable) to
+ * out, in the entry encoding above. */
+int batch_put_entry(buf_t *out, unsigned type, uint32_t cf_id, slice_t key, slice_t value);
+/* The WAL payload of count entries (encoded by batch_put_entry in
+ * entries) numbered from seq, into out; *expected advanced as by
+ * batch_wal_payload. */
+int batch_wal_record(buf_t *out, uint64_t *expected, uint64_t seq, uint32_t count, slice_t entries);
 slice_t batch_rep(tdb_batch_t *b);
 void batch_set_seq(tdb_batch_t *b, uint64_t seq);
 uint32_t batch_count_raw(slice_t rep);

@@ -481,9 +481,19 @@ void *db_sync_thread(void *arg) {
         pthread_mutex_lock(&db->wal_mu);
         int rc = TDB_OK;
         if (db->wal && atomic_exchange(&db->wal_dirty, false)) rc = wal_writer_sync(db->wal);
+        bool full = rc == TDB_ERR_NO_SPACE && wal_writer_error(db->wal) == TDB_ERR_NO_SPACE;
+        wal_writer_t *synced = db->wal;
         pthread_mutex_unlock(&db->wal_mu);
         pthread_mutex_lock(&db->mu);
-        if (rc != TDB_OK && db->bg_error == TDB_OK) {
+        if (full && db->wal != synced) {
+            /* a relog replaced that log meanwhile (WAL swaps hold mu too) */
+        } else if (full) {
+            /* Not sticky: the next write leader relogs the memtables into a
+             * new WAL (db/switch.c); writes get NO_SPACE until it can. */
+            db_log(db, TDB_LOG_WARN, "interval WAL sync out of space: %s", tdb_last_error());
+            db->wal_nospace = true;
+            atomic_store(&db->direct_ok, false);
+        } else if (rc != TDB_OK && db->bg_error == TDB_OK) {
             db_log(db, TDB_LOG_ERROR, "interval WAL sync failed: %s", tdb_last_error());
             db_set_bg_error_locked(db, rc);
         }

@@ -46,12 +46,14 @@
  *  7. Errors: a failed fsync (WAL or manifest), a failed manifest write and
  *     any other write I/O error set the sticky bg_error (writes refused with
  *     TDB_ERR_READ_ONLY until reopen). Out of space (TDB_ERR_NO_SPACE) on a
- *     WAL append, a table write or fsync, a WAL creation, or a WAL fsync
- *     with only the failing group unsynced (wal.h), or a manifest write
- *     before its rename (invariant 6) is not sticky: the write
- *     fails with NO_SPACE and nothing of it is applied; the next write
- *     leader first continues in a fresh WAL (the torn one is cut back to
- *     its last complete record and synced, wal.h); a failed flush or
+ *     WAL append, a table write or fsync, a WAL creation, a WAL fsync, or a
+ *     manifest write before its rename (invariant 6) is not sticky: the
+ *     write fails with NO_SPACE and nothing of it is applied; the next write
+ *     leader (or tdb_sync) first continues in a fresh WAL: the torn one is
+ *     cut back to its last complete record and synced (wal.h), or, when a
+ *     WAL fsync failed with acknowledged NONE/INTERVAL writes unsynced, a
+ *     relog is written from every unflushed memtable of every family and
+ *     replaces the failed WAL (db/switch.c); a failed flush or
  *     compaction discards its output, keeps its inputs (the memtable stays
  *     queued) and is retried after a backoff (10 ms doubling to 1 s, or at
  *     once by tdb_flush); writers that would have to wait for it get
@@ -309,9 +311,10 @@ void db_prepared_remove(tdb_t *db, prepared_t *p);
 /* The entries of p as a rep numbered seq (recovery of a commit marker). */
 int db_prepared_rep(const prepared_t *p, uint64_t seq, buf_t *out);
 uint32_t db_prepared_count_entries(const prepared_t *p);
-/* Write every listed prepare record into the new WAL and sync it (wal_mu
- * held, at rotation): old WALs never hold the only copy. */
-int db_prepared_relog_locked(tdb_t *db);
+/* Write every listed prepare record into the new WAL w and sync it (wal_mu
+ * held, at rotation; or w not yet published): old WALs never hold the only
+ * copy. */
+int db_prepared_relog_locked(tdb_t *db, wal_writer_t *w);
 /* Claim the listed entry of xid for a commit or rollback (TDB_ERR_NOT_FOUND,
  * or TDB_ERR_BUSY if being resolved or, for !attached callers, owned by a
  * live handle); db_prepared_end_resolve gives it back after a failure. */
@@ -332,6 +335,8 @@ uint64_t db_new_file_number(void *ctx);
 void db_file_obsolete(void *ctx, uint64_t number);
 /* Delete WAL files no family needs (caller holds mu, after manifest write). */
 void db_delete_obsolete_wals(tdb_t *db);
+/* Delete every WAL file numbered below min (mu held). */
+void db_delete_wals_below(tdb_t *db, uint64_t min);
 /* Snapshot list copy (under mu) for table writers; caller frees. */
 int db_snapshot_list(tdb_t *db, uint64_t **out, int *n);
 
@@ -365,8 +370,9 @@ int db_apply_batch_direct(tdb_t *db, slice_t rep);
 /* ---- db/switch.c: memtable switch and WAL rotation ---- */
 /* Rotate the WAL (sync old, open new) under mu by the write leader or open. */
 int db_rotate_wal(tdb_t *db);
-/* After a WAL append ran out of space: continue in a fresh log (mu held,
- * as leader). */
+/* After a WAL append or fsync ran out of space: continue in a fresh log
+ * (mu held, as leader or exclusive writer); a log whose fsync failed is
+ * replaced by a relog of the memtables (db/switch.c). */
 int db_resume_wal_after_nospace(tdb_t *db);
 /* Move cf's active memtable to the immutable queue (under mu, as leader). */
 int db_switch_memtable(tdb_t *db, tdb_cf_t *cf);

@@ -10,6 +10,9 @@
  * (tables of a flush or compaction that never reached the manifest).
  * A torn tail on the newest WAL is the expected result of a crash and is
  * dropped; a damaged record anywhere else fails the open with CORRUPTION.
+ * A relog (a WAL rewritten from the memtables after an fsync ran out of
+ * space, db/switch.c) holds every write of the WALs below it: replay starts
+ * at the newest complete one; one cut short by a crash is not replayed.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +79,7 @@ static int replay_wal(tdb_t *db, uint64_t number, bool newest, bool fixed_header
     buf_t rep = {0};
     TRY(wal_reader_open(db->env, path, &r));
     uint64_t records = 0, expected = 0;
+    uint64_t gen = number; /* memtable generation of the records that follow */
     for (;;) {
         slice_t rec;
         rc = wal_reader_next(r, &rec);
@@ -87,7 +91,11 @@ static int replay_wal(tdb_t *db, uint64_t number, bool newest, bool fixed_header
         if (!fixed_header) { /* a transaction record (two-phase commit)? */
             batch_txn_rec_t tr;
             rc = batch_txn_record(rec, &expected, &tr);
-            if (rc == 1) rc = replay_txn_record(db, &tr, rec, number, &rep);
+            if (rc == 1 && tr.kind >= BATCH_RELOG_HEAD) { /* a relog's generation (db/switch.c) */
+                if (tr.kind == BATCH_RELOG_GEN) gen = tr.number;
+            } else if (rc == 1) {
+                rc = replay_txn_record(db, &tr, rec, gen, &rep);
+            }
             if (rc < 0) {
                 rc = tdb_err(rc, "%s: record %llu: %s", path, (unsigned long long)records, tdb_last_error());
                 goto err;
@@ -101,7 +109,7 @@ static int replay_wal(tdb_t *db, uint64_t number, bool newest, bool fixed_header
         rc = fixed_header ? batch_from_wal_fixed(rec, &rep) : batch_from_wal(rec, &expected, &rep);
         uint32_t count = batch_count_raw(buf_slice(&rep));
         uint64_t seq = rc == TDB_OK ? dec_fixed64(rep.data) : 0;
-        if (rc == TDB_OK) rc = db_apply_batch(db, buf_slice(&rep), number);
+        if (rc == TDB_OK) rc = db_apply_batch(db, buf_slice(&rep), gen);
         if (rc != TDB_OK) {
             rc = tdb_err(rc, "%s: record %llu: %s", path, (unsigned long long)records, tdb_last_error());
             goto err;
@@ -122,6 +130,39 @@ err:
     buf_free(&rep);
     wal_reader_close(r);
     return rc;
+}
+
+/* What WAL `number` is: 0 a plain log, 1 a complete relog (its first
+ * record RELOG_HEAD, its relog closed by RELOG_GEN(number): it holds every
+ * write the logs below it hold, db/switch.c), 2 an incomplete relog (it
+ * ends, or its tail is torn, before that record: a crash while it was
+ * written; never replayed); or the reader's error. */
+static int relog_state(tdb_t *db, uint64_t number) {
+    char path[4096];
+    wal_reader_t *r = NULL;
+    db_wal_name(path, sizeof path, db->path, number);
+    int rc = wal_reader_open(db->env, path, &r), state = 0;
+    if (rc != TDB_OK) return rc;
+    uint64_t expected = 0;
+    for (bool first = true;; first = false) {
+        slice_t rec;
+        batch_txn_rec_t tr;
+        rc = wal_reader_next(r, &rec);
+        if (rc == TDB_ERR_NOT_FOUND) { /* its end, or a torn tail (crash) */
+            rc = TDB_OK;
+            break;
+        }
+        if (rc != TDB_OK) break; /* damage in the middle, or I/O: the open fails */
+        int kind = batch_txn_record(rec, &expected, &tr) == 1 ? tr.kind : 0;
+        if (first && kind != BATCH_RELOG_HEAD) break;
+        state = 2;
+        if (kind == BATCH_RELOG_GEN && tr.number == number) {
+            state = 1;
+            break;
+        }
+    }
+    wal_reader_close(r);
+    return rc == TDB_OK ? state : rc;
 }
 
 /* Delete orphan tables, temp files and replayed WALs (after the manifest). */
@@ -232,6 +273,25 @@ int db_recover(tdb_t *db, bool *created) {
     /* A database last written with manifest format <= 2 has WAL records
      * with the fixed batch header (version/manifest.h). */
     bool fixed_header = !*created && m.format < 3;
+    /* The newest complete relog holds every write of the logs below it:
+     * replay from it; an incomplete relog is not replayed (deleted below,
+     * with the replayed logs). Older formats have no relogs. */
+    for (size_t i = nwals; !fixed_header && i-- > first;) {
+        int st = relog_state(db, wals[i]);
+        if (st < 0) {
+            rc = st;
+            goto err;
+        }
+        if (st == 2) {
+            db_log(db, TDB_LOG_WARN, "WAL %llu: incomplete relog (crash while writing it) ignored",
+                   (unsigned long long)wals[i]);
+            memmove(wals + i, wals + i + 1, (nwals - i - 1) * sizeof *wals);
+            nwals--;
+        } else if (st == 1) {
+            first = i;
+            break;
+        }
+    }
     for (size_t i = first; i < nwals; i++) TRY(replay_wal(db, wals[i], i + 1 == nwals, fixed_header, edits));
     TRY(flush_recovered(db, edits, true));
     for (uint32_t i = 0; i < db->ncf_slots; i++) {

@@ -254,7 +254,7 @@ void db_prepared_remove(tdb_t *db, prepared_t *p) {
     entry_free(p);
 }
 
-int db_prepared_relog_locked(tdb_t *db) {
+int db_prepared_relog_locked(tdb_t *db, wal_writer_t *w) {
     struct prepared_set *s = db->prepared;
     if (atomic_load(&s->listed) == 0) return TDB_OK;
     int rc = TDB_OK, n = 0;
@@ -266,8 +266,8 @@ int db_prepared_relog_locked(tdb_t *db) {
     for (prepared_t *p = s->head; p; p = p->next)
         if (p->state != PREP_RESERVED)
             v[n++] = slice_make(p->rec.data + BATCH_WAL_SPARE - 2, p->rec.size - BATCH_WAL_SPARE + 2);
-    TRY(wal_writer_add(db->wal, v, n));
-    TRY(wal_writer_sync(db->wal));
+    TRY(wal_writer_add(w, v, n));
+    TRY(wal_writer_sync(w));
 err:
     pthread_mutex_unlock(&s->mu);
     free(v);

@@ -57,8 +57,9 @@ static uint64_t min_needed_wal(tdb_t *db) {
 
 /* Delete the WAL files no family needs any more (mu held, after the
  * manifest recording the families' log numbers is durable). */
-void db_delete_obsolete_wals(tdb_t *db) {
-    uint64_t min = min_needed_wal(db);
+void db_delete_obsolete_wals(tdb_t *db) { db_delete_wals_below(db, min_needed_wal(db)); }
+
+void db_delete_wals_below(tdb_t *db, uint64_t min) {
     char **names = NULL;
     size_t n = 0;
     if (db->env->list_dir(db->env, db->path, &names, &n) != TDB_OK) return;

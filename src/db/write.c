@@ -71,13 +71,34 @@ int tdb_write_opt(tdb_t *db, tdb_batch_t *b, const tdb_write_options_t *opts) {
 
 int tdb_sync(tdb_t *db) {
     if (!db) return tdb_err(TDB_ERR_INVALID_ARG, "database handle is NULL");
+    int rc = TDB_OK;
+    pthread_mutex_lock(&db->mu);
+    if (db->wal_nospace && db->bg_error == TDB_OK) { /* continue in a new log first, as the next write would */
+        writer_t ex;
+        db_enter_exclusive(db, &ex);
+        if (db->wal_nospace && db->bg_error == TDB_OK) rc = db_resume_wal_after_nospace(db);
+        db_exit_exclusive(db, &ex);
+    }
+    pthread_mutex_unlock(&db->mu);
+    if (rc != TDB_OK) return rc;
     pthread_mutex_lock(&db->wal_mu);
-    int rc = db->wal ? wal_writer_sync(db->wal) : TDB_OK;
+    rc = db->wal ? wal_writer_sync(db->wal) : TDB_OK;
     if (rc == TDB_OK) atomic_store(&db->wal_dirty, false);
+    bool full = rc == TDB_ERR_NO_SPACE && wal_writer_error(db->wal) == TDB_ERR_NO_SPACE;
+    wal_writer_t *synced = db->wal;
     pthread_mutex_unlock(&db->wal_mu);
     if (rc != TDB_OK) {
         pthread_mutex_lock(&db->mu);
-        db_set_bg_error_locked(db, rc); /* a failed fsync is sticky */
+        if (full) { /* (a relog that replaced `synced` meanwhile holds mu: db->wal != synced) */
+            char detail[512];
+            snprintf(detail, sizeof detail, "%s", tdb_last_error());
+            if (db->wal == synced) db->wal_nospace = true; /* not sticky: the next write leader relogs (db/switch.c) */
+            atomic_store(&db->direct_ok, false);
+            rc = tdb_err(TDB_ERR_NO_SPACE, "disk full: WAL sync out of space; writes are refused until space is "
+                                           "freed, then resume by themselves (%s)", detail);
+        } else {
+            db_set_bg_error_locked(db, rc); /* a failed fsync is sticky */
+        }
         pthread_mutex_unlock(&db->mu);
     }
     return rc;

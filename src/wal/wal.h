@@ -46,7 +46,9 @@
  *    acknowledged, so the file is cut back to the group's start (its last
  *    synced byte) and synced, and the writer is sealed. If that cut or
  *    sync fails, or acknowledged records were still unsynced (NONE and
- *    INTERVAL modes), the writer is failed as after any failed fsync.
+ *    INTERVAL modes), the writer is failed as after any failed fsync
+ *    (wal_writer_error gives the code, so the caller can tell a full disk
+ *    from an I/O error).
  *  - Writer: the first successful wal_writer_sync() also syncs the parent
  *    directory, so once any sync returned TDB_OK the file's directory entry
  *    is durable too.
@@ -126,6 +128,10 @@ int wal_writer_sync_group(wal_writer_t *w, uint64_t start);
  * open_log), then sync as wal_writer_sync. Later adds are refused. A
  * sealed writer is complete and synced: sealing it again does nothing. */
 int wal_writer_seal(wal_writer_t *w);
+/* The writer's sticky failure code, 0 while healthy: after a failed sync
+ * TDB_ERR_NO_SPACE means the disk was full (the db layer relogs its
+ * memtables into a new log instead of failing for good, db/switch.c). */
+int wal_writer_error(const wal_writer_t *w);
 /* Bytes written so far (complete records only). */
 uint64_t wal_writer_size(const wal_writer_t *w);
 /* Optionally sync, then close and free (always freed; NULL is a no-op).

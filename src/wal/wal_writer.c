@@ -176,6 +176,9 @@ int wal_writer_seal(wal_writer_t *w) {
     return wal_writer_sync(w);
 }
 
+/* The writer's sticky failure (0 while healthy). */
+int wal_writer_error(const wal_writer_t *w) { return w ? w->failed : TDB_ERR_INVALID_ARG; }
+
 /* Bytes of complete records written so far. */
 uint64_t wal_writer_size(const wal_writer_t *w) { return w ? w->size : 0; }
 
