@@ -152,3 +152,23 @@ def test_object_in_use_by_another_thread_is_refused(db):
     assert refused is not None and "in use by another thread" in str(refused)
     assert outcome == ["ok"] or isinstance(outcome[0], tidesdb.ConflictError)
     waiter.rollback()
+
+
+def test_concurrent_close_returns_once_closed(db_path):
+    db = tidesdb.open(db_path, sync_mode=tidesdb.SyncMode.NONE)
+    for i in range(1000):
+        db.put(b"c%d" % i, b"v" * 100)
+    seen = []
+
+    def closer():
+        db.close()
+        seen.append(db.closed)  # no close() returns before the db is closed
+
+    ts = [threading.Thread(target=closer) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert seen == [True] * 4
+    with tidesdb.open(db_path) as again:
+        assert again.get(b"c999") == b"v" * 100

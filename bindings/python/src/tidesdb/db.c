@@ -139,7 +139,17 @@ static PyObject *DB_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 /* Close: refuse new calls, wait for running ones, release children, close. */
 static int db_close_impl(DBObject *self)
 {
-    if (!self->db || self->closing)
+    if (self->closing) {
+        /* Another thread is closing it: return once it is closed. */
+        while (self->db) {
+            Py_BEGIN_ALLOW_THREADS
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+            Py_END_ALLOW_THREADS
+        }
+        return 0;
+    }
+    if (!self->db)
         return 0;
     self->closing = 1;
     while (self->active > 0) {
