@@ -130,6 +130,7 @@ PyObject *tdbpy_db_get(DBObject *self, PyObject *key, PyObject *cfo, PyObject *s
                        int missing_none);
 int tdbpy_enter(DBObject *db);
 void tdbpy_leave(DBObject *db);
+void tdbpy_release_call(DBObject *db, void (*fn)(void *), void *arg);
 int tdbpy_resolve_cf(DBObject *db, PyObject *o, tdb_cf_t **out);
 int tdbpy_resolve_snapshot(DBObject *db, PyObject *o, tdb_snapshot_t **out);
 /* cf.c */

@@ -30,6 +30,24 @@ void tdbpy_leave(DBObject *db)
     db->active--;
 }
 
+/* Run fn(arg), a release of a native handle already detached from its
+ * object (so no other thread can reach it), without the GIL while the db is
+ * open: destroying the last reference to an old version may delete files.
+ * Counted as a call in flight so that close() waits for it. While close()
+ * runs (it releases the children itself) it runs with the GIL. */
+void tdbpy_release_call(DBObject *db, void (*fn)(void *), void *arg)
+{
+    if (!db->db || db->closing) {
+        fn(arg);
+        return;
+    }
+    db->active++;
+    Py_BEGIN_ALLOW_THREADS
+    fn(arg);
+    Py_END_ALLOW_THREADS
+    db->active--;
+}
+
 /* InvalidArgumentError for an object used by two threads at once. */
 int tdbpy_busy_error(const char *what)
 {

@@ -80,15 +80,23 @@ static int in_range(tdb_iter_t *it, const bounds_t *b)
     return 1;
 }
 
-/* Release the native iterator and unlink it (GIL held). */
+/* tdb_iter_destroy for tdbpy_release_call. */
+static void destroy_iter(void *it)
+{
+    tdb_iter_destroy(it);
+}
+
+/* Release the native iterator and unlink it (GIL held on entry; the
+ * handle is detached first, then destroyed without the GIL). */
 void tdbpy_iter_release(ChildObject *c)
 {
     IterObject *self = (IterObject *)c;
-    if (self->it)
-        tdb_iter_destroy(self->it);
+    tdb_iter_t *it = self->it;
     self->it = NULL;
     self->state = ITER_DONE;
     tdbpy_link_del(&self->base.link);
+    if (it)
+        tdbpy_release_call(self->base.db, destroy_iter, it);
 }
 
 /* Check the iterator may move now; marks it (and its txn) busy. */

@@ -16,16 +16,24 @@ static void txn_release_iters(TxnObject *self)
     }
 }
 
-/* Release the native transaction (rolled back if active) and unlink it. */
+/* tdb_txn_free for tdbpy_release_call. */
+static void free_txn(void *t)
+{
+    tdb_txn_free(t);
+}
+
+/* Release the native transaction (rolled back if active) and unlink it;
+ * the handle is detached first, then freed without the GIL. */
 static void txn_release(ChildObject *c)
 {
     TxnObject *self = (TxnObject *)c;
     txn_release_iters(self);
-    if (self->txn)
-        tdb_txn_free(self->txn);
+    tdb_txn_t *t = self->txn;
     self->txn = NULL;
     self->finished = 1;
     tdbpy_link_del(&self->base.link);
+    if (t)
+        tdbpy_release_call(self->base.db, free_txn, t);
 }
 
 /* DB.transaction(isolation=SNAPSHOT, read_only=False, pessimistic=False,
