@@ -37,9 +37,10 @@ if [ -e "$dir" ]; then
   [ -d "$dir" ] || die "$dir exists and is not a directory"
   [ -z "$(ls -A "$dir")" ] || die "$dir exists and is not empty"
 fi
+[ -d "$(dirname "$dir")" ] || die "the parent directory of $dir does not exist"
 stage="$dir.system-tmp"
 rm -rf "$stage"
-mkdir -p "$stage"
+mkdir "$stage" || die "cannot create $stage"
 trap 'rm -rf "$stage"' EXIT
 
 client=(mariadb "$@" -N -B)
@@ -57,13 +58,19 @@ sys_tables="$("${client[@]}" -e "SELECT TABLE_NAME FROM information_schema.TABLE
 
 # One session holds the stages: statements go in through a pipe and each
 # step ends with a marker line, read back before the next step.
+trap '' PIPE # a write to an ended session fails (run() says so) instead of killing us
 coproc SESSION { "${client[@]}" --unbuffered 2>&1; }
+# bash unsets SESSION, SESSION_PID and closes the pipes once the
+# coprocess has ended: keep the pid and duplicates of the pipes.
+session_pid=$SESSION_PID
+exec {to_session}>&"${SESSION[1]}" {from_session}<&"${SESSION[0]}"
 n=0
 run() { # statements... : send them and wait for the step's marker
   n=$((n + 1))
-  printf '%s\n' "$@" "SELECT 'backup-step-$n';" >&"${SESSION[1]}"
+  printf '%s\n' "$@" "SELECT 'backup-step-$n';" >&"$to_session" ||
+    die "the client session ended before: $*"
   local line
-  while IFS= read -r line <&"${SESSION[0]}"; do
+  while IFS= read -r line <&"$from_session"; do
     [ "$line" = "backup-step-$n" ] && return 0
     echo "backup.sh: server: $line" >&2
     case "$line" in ERROR*) die "step $n failed: $*" ;; esac
@@ -87,8 +94,9 @@ q="${dir//\\/\\\\}"; q="${q//\'/\\\'}"
 run "SET GLOBAL tidesdb_backup_dir='$q';"
 run "BACKUP STAGE END;"
 t2=$(date +%s%N)
-eval "exec ${SESSION[1]}>&-"
-wait "$SESSION_PID" 2>/dev/null || true
+exec {to_session}>&-
+if [ -n "${SESSION[1]:-}" ]; then eval "exec ${SESSION[1]}>&-"; fi
+wait "$session_pid" 2>/dev/null || true
 
 [ -f "$dir/tidesdb_binlog_pos" ] || die "no $dir/tidesdb_binlog_pos: the backup did not complete"
 mv "$stage/mysql" "$dir/mysql"
