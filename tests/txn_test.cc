@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -490,6 +491,87 @@ TEST_F(TxnTest, LockTimeoutChangesPerRequest) {
     ASSERT_EQ(tdb_txn_commit(t2), TDB_OK);
     EXPECT_EQ(Get("k"), "2");
     tdb_txn_free(t1), tdb_txn_free(t2);
+}
+
+namespace {
+struct WaitRow {
+    uint64_t waiter, holder;
+    std::string cf, key;
+    int wx, hx;
+};
+int collect_wait(void *ctx, const tdb_lock_wait_t *w) {
+    ((std::vector<WaitRow> *)ctx)
+        ->push_back({w->waiter_txn_id, w->holder_txn_id, w->cf_name, std::string((const char *)w->key, w->klen),
+                     w->waiter_exclusive, w->holder_exclusive});
+    return 0;
+}
+std::vector<WaitRow> ListWaits(tdb_t *db) {
+    std::vector<WaitRow> v;
+    int n = tdb_list_lock_waits(db, collect_wait, &v);
+    EXPECT_EQ(n, (int)v.size());
+    return v;
+}
+}  // namespace
+
+TEST_F(TxnTest, LockWaitsAreListedWhoWaitsForWhom) {
+    tdb_txn_options_t o;
+    tdb_txn_options_default(&o);
+    o.pessimistic = 1;
+    o.isolation = TDB_ISO_READ_COMMITTED;
+    o.lock_timeout_ms = 10000;
+    tdb_txn_t *h1, *h2, *w1, *w2;
+    ASSERT_EQ(tdb_txn_begin(db_, &o, &h1), TDB_OK);
+    ASSERT_EQ(tdb_txn_begin(db_, &o, &h2), TDB_OK);
+    ASSERT_EQ(tdb_txn_begin(db_, &o, &w1), TDB_OK);
+    ASSERT_EQ(tdb_txn_begin(db_, &o, &w2), TDB_OK);
+    EXPECT_NE(tdb_txn_id(h1), tdb_txn_id(h2));
+    EXPECT_TRUE(ListWaits(db_).empty());
+    /* h1 holds "x" exclusively; h1 and h2 share "s". */
+    ASSERT_EQ(W(h1, "x", "1"), TDB_OK);
+    void *v;
+    size_t n;
+    ASSERT_EQ(tdb_txn_get_for_update(h1, cf_, "s", 1, 0, &v, &n), TDB_ERR_NOT_FOUND);
+    ASSERT_EQ(tdb_txn_get_for_update(h2, cf_, "s", 1, 0, &v, &n), TDB_ERR_NOT_FOUND);
+    std::atomic<int> r1{1}, r2{1};
+    std::thread t1([&] { r1 = W(w1, "x", "2"); });
+    std::thread t2([&] { r2 = W(w2, "s", "2"); });
+    std::vector<WaitRow> rows;
+    for (int i = 0; i < 500 && rows.size() < 3; i++) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        rows = ListWaits(db_);
+    }
+    ASSERT_EQ(rows.size(), 3u);
+    std::sort(rows.begin(), rows.end(), [](const WaitRow &a, const WaitRow &b) {
+        return a.key != b.key ? a.key < b.key : a.holder < b.holder;
+    });
+    uint64_t lo = std::min(tdb_txn_id(h1), tdb_txn_id(h2)), hi = std::max(tdb_txn_id(h1), tdb_txn_id(h2));
+    EXPECT_EQ(rows[0].key, "s");
+    EXPECT_EQ(rows[0].waiter, tdb_txn_id(w2));
+    EXPECT_EQ(rows[0].holder, lo);
+    EXPECT_EQ(rows[1].key, "s");
+    EXPECT_EQ(rows[1].holder, hi);
+    EXPECT_EQ(rows[0].wx, 1);
+    EXPECT_EQ(rows[0].hx, 0);
+    EXPECT_EQ(rows[2].key, "x");
+    EXPECT_EQ(rows[2].waiter, tdb_txn_id(w1));
+    EXPECT_EQ(rows[2].holder, tdb_txn_id(h1));
+    EXPECT_EQ(rows[2].wx, 1);
+    EXPECT_EQ(rows[2].hx, 1);
+    EXPECT_EQ(rows[2].cf, TDB_DEFAULT_CF);
+    /* A callback returning non-zero stops the listing. */
+    EXPECT_EQ(tdb_list_lock_waits(db_, [](void *, const tdb_lock_wait_t *) { return 1; }, nullptr), 1);
+    ASSERT_EQ(tdb_txn_commit(h1), TDB_OK);
+    t1.join();
+    EXPECT_EQ(r1.load(), TDB_OK);
+    rows = ListWaits(db_);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].holder, tdb_txn_id(h2));
+    ASSERT_EQ(tdb_txn_rollback(h2), TDB_OK);
+    t2.join();
+    EXPECT_EQ(r2.load(), TDB_OK);
+    EXPECT_TRUE(ListWaits(db_).empty());
+    EXPECT_EQ(tdb_list_lock_waits(nullptr, collect_wait, nullptr), TDB_ERR_INVALID_ARG);
+    for (tdb_txn_t *t : {h1, h2, w1, w2}) tdb_txn_free(t);
 }
 
 TEST_F(TxnTest, SavepointRollbackReleasesLaterLocks) {

@@ -81,6 +81,7 @@ struct TableDef {
   std::atomic<uint64_t> hidden_next{1};
   std::atomic<int64_t> rows{0};
   std::vector<std::vector<ulong>> rec_per_key; /* per key, per part */
+  std::vector<std::string> key_names; /* from the first handler bound to it */
   bool card_from_analyze = false;
   std::atomic<int64_t> card_rows{-1}; /* rows when rec_per_key was made (-1: none, or loaded and not yet compared) */
   ulonglong card_time = 0;     /* when (us) */

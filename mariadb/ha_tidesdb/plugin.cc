@@ -2,6 +2,7 @@
  * the plugin declaration (see tdb_common.h for the file map). */
 #include "ha_tidesdb.h"
 #include "handlerton.h"
+#include "info_schema.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -166,4 +167,15 @@ maria_declare_plugin(tidesdb){
     tidesql::g_status_vars,
     tidesql::g_sysvars,
     "0.1.0-" TIDESQL_BUILD_KIND,
-    MariaDB_PLUGIN_MATURITY_GAMMA} maria_declare_plugin_end;
+    MariaDB_PLUGIN_MATURITY_GAMMA},
+#define TIDESDB_IS_PLUGIN(name, descr, init)                                                              \
+  {MYSQL_INFORMATION_SCHEMA_PLUGIN, &tidesql::is_plugin_descriptor, name, "TidesDB authors", descr,       \
+   PLUGIN_LICENSE_GPL, init, NULL, 0x0001, NULL, NULL, "0.1.0-" TIDESQL_BUILD_KIND,                       \
+   MariaDB_PLUGIN_MATURITY_GAMMA}
+    TIDESDB_IS_PLUGIN("TIDESDB_INDEX_STATS", "TidesDB: storage of each index (column family)",
+                      tidesql::is_index_stats_init),
+    TIDESDB_IS_PLUGIN("TIDESDB_TRX", "TidesDB: running transactions", tidesql::is_trx_init),
+    TIDESDB_IS_PLUGIN("TIDESDB_LOCK_WAITS", "TidesDB: row-lock waits (who waits for whom)",
+                      tidesql::is_lock_waits_init),
+    TIDESDB_IS_PLUGIN("TIDESDB_BACKGROUND", "TidesDB: flush and compaction work, stalls, cache",
+                      tidesql::is_background_init) maria_declare_plugin_end;

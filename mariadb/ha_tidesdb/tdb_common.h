@@ -21,6 +21,7 @@
  *   ha_tidesdb_read.cc    index and table scans, range estimates
  *   ha_tidesdb_write.cc   write_row/update_row/delete_row
  *   ha_tidesdb_check.cc   CHECK TABLE: checksums, indexes against rows
+ *   info_schema.{h,cc}    information_schema.TIDESDB_* tables
  *   hot_backup.{h,cc}     SET GLOBAL tidesdb_backup_dir: hot backup (checkpoint,
  *                         .frm files, binlog position) under BACKUP STAGE
  *

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <set>
 
 namespace tidesql {
 
@@ -48,7 +49,14 @@ static int64_t stmt_lock_wait_ms(THD *thd) {
 
 static void sp_name(uint64_t id, char *buf, size_t n) { snprintf(buf, n, "s%llu", (unsigned long long)id); }
 
-Trx::Trx(THD *thd) : m_thd(thd) { tdb_txn_options_default(&m_opts); }
+/* Every Trx, for information_schema.TIDESDB_TRX (under g_trx_mu). */
+static std::set<Trx *> g_all_trx;
+
+Trx::Trx(THD *thd) : m_thd(thd) {
+  tdb_txn_options_default(&m_opts);
+  std::lock_guard<std::mutex> g(g_trx_mu);
+  g_all_trx.insert(this);
+}
 
 Trx::~Trx() {
   detach_iters();
@@ -57,10 +65,27 @@ Trx::~Trx() {
   tdb_txn_t *t;
   {
     std::lock_guard<std::mutex> g(g_trx_mu);
+    g_all_trx.erase(this);
     t = m_txn;
     m_txn = NULL;
   }
   if (t) tdb_txn_free(t); /* rolls back if still active */
+}
+
+void Trx::list_running(std::vector<TrxInfo> *out) {
+  std::lock_guard<std::mutex> g(g_trx_mu);
+  for (Trx *t : g_all_trx) {
+    TrxInfo i;
+    i.txn_id = t->m_pub_id;
+    if (!i.txn_id) continue;
+    i.thread_id = thd_get_thread_id(t->m_thd);
+    i.prepared = t->m_pub_prepared;
+    i.isolation = t->m_pub_iso;
+    i.pessimistic = t->m_pub_pessimistic;
+    i.started = t->m_pub_started;
+    i.snapshot_seq = t->m_pub_snap;
+    out->push_back(i);
+  }
 }
 
 /* ---- errors ---- */
@@ -138,6 +163,12 @@ int Trx::begin() {
   if (rc != TDB_OK) return map_err(rc);
   m_opts = o;
   m_active = true;
+  m_pub_iso = o.isolation;
+  m_pub_pessimistic = o.pessimistic != 0;
+  m_pub_snap = tdb_txn_snapshot_sequence(m_txn);
+  m_pub_started = time(NULL);
+  m_pub_prepared = false;
+  m_pub_id = tdb_txn_id(m_txn);
   m_nwrites = 0;
   m_next_sp = 1;
   m_tables.clear();
@@ -199,6 +230,8 @@ int Trx::stmt_rollback() {
 }
 
 void Trx::finish() {
+  m_pub_id = 0;
+  m_pub_prepared = false;
   m_active = false;
   m_prepared = false;
   m_stmt_active = false;
@@ -325,6 +358,7 @@ int Trx::prepare(const std::string &xid) {
   }
   if (rc == TDB_OK) {
     m_prepared = true;
+    m_pub_prepared = true;
     m_stmt_active = false;
     return 0;
   }

@@ -58,6 +58,17 @@ namespace tidesql {
 
 class TxnIter; /* txn_iter.h */
 
+/* A running transaction as information_schema.TIDESDB_TRX shows it. */
+struct TrxInfo {
+  uint64_t txn_id = 0; /* tdb_txn_id */
+  ulong thread_id = 0; /* the connection */
+  bool prepared = false;
+  int isolation = 0; /* tdb_isolation_t */
+  bool pessimistic = false;
+  time_t started = 0;
+  uint64_t snapshot_seq = 0;
+};
+
 /* Row lock mode of a read. */
 enum RowLock { ROW_LOCK_NONE = 0, ROW_LOCK_SHARED = 1, ROW_LOCK_EXCLUSIVE = 2 };
 
@@ -129,6 +140,9 @@ class Trx {
   /* Wake a lock wait of this transaction (KILL QUERY, any thread). */
   void cancel_wait();
 
+  /* Every connection's running library transaction (a copy). */
+  static void list_running(std::vector<TrxInfo> *out);
+
   /* Counters (status variables). */
   static std::atomic<ulonglong> s_commits, s_rollbacks, s_conflicts, s_deadlocks, s_lock_timeouts,
       s_busy;
@@ -149,6 +163,11 @@ class Trx {
 
   THD *m_thd;
   tdb_txn_t *m_txn = NULL;
+  /* What list_running reports, written by the owner thread: 0 id = none. */
+  std::atomic<uint64_t> m_pub_id{0}, m_pub_snap{0};
+  std::atomic<time_t> m_pub_started{0};
+  std::atomic<int> m_pub_iso{0};
+  std::atomic<bool> m_pub_pessimistic{false}, m_pub_prepared{false};
   tdb_txn_options_t m_opts;
   bool m_active = false;
   bool m_prepared = false; /* prepare() succeeded, commit/rollback pending */

@@ -53,6 +53,18 @@ void cf_free(tdb_cf_t *cf) {
 
 tdb_cf_t *cf_by_id(tdb_t *db, uint32_t id) { return id < db->ncf_slots ? db->cfs[id] : NULL; }
 
+int db_cf_name_of(tdb_t *db, uint32_t id, char *buf, size_t n) {
+    int rc = TDB_ERR_NOT_FOUND;
+    pthread_mutex_lock(&db->mu);
+    tdb_cf_t *cf = cf_by_id(db, id);
+    if (cf && !atomic_load(&cf->dropped) && n > 0) {
+        snprintf(buf, n, "%s", cf->name);
+        rc = TDB_OK;
+    }
+    pthread_mutex_unlock(&db->mu);
+    return rc;
+}
+
 /* Drop a reference to a superversion, freeing it at zero. */
 void sv_unref(superversion_t *sv) {
     if (!sv || atomic_fetch_sub(&sv->refs, 1) != 1) return;

@@ -46,6 +46,9 @@ uint32_t db_cf_id(const tdb_cf_t *cf);
 /* 1 once the family was dropped. */
 int db_cf_dropped(const tdb_cf_t *cf);
 tdb_cf_t *cf_by_id(tdb_t *db, uint32_t id); /* under mu (a validation) or during open */
+/* Copy family id's name into buf (n bytes, cut to fit); takes the db mutex.
+ * TDB_ERR_NOT_FOUND if no live family has that id. */
+int db_cf_name_of(tdb_t *db, uint32_t id, char *buf, size_t n);
 /* TDB_OK if cf is a live family of db, else an error. */
 int db_check_cf(tdb_t *db, tdb_cf_t *cf);
 

@@ -671,3 +671,57 @@ void lock_mgr_stats(lock_mgr_t *m, lock_stats_t *out) {
     out->cancelled = atomic_load_explicit(&m->cancelled, memory_order_relaxed);
     out->held = atomic_load_explicit(&m->held, memory_order_relaxed);
 }
+
+/* ---- introspection ---- */
+
+/* Append one pair, growing the array. */
+static int waits_push(lock_wait_info_t **arr, size_t *n, size_t *cap, const lk_head_t *h, const lk_wait_t *w,
+                      const lk_grant_t *g) {
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        lock_wait_info_t *a = (lock_wait_info_t *)realloc(*arr, nc * sizeof *a);
+        if (!a) return tdb_err(TDB_ERR_NOMEM, "lock wait list");
+        *arr = a;
+        *cap = nc;
+    }
+    lock_wait_info_t *e = &(*arr)[*n];
+    e->key = (char *)malloc(h->klen ? h->klen : 1);
+    if (!e->key) return tdb_err(TDB_ERR_NOMEM, "lock wait key");
+    memcpy(e->key, h->key, h->klen);
+    e->klen = h->klen;
+    e->cf_id = h->cf_id;
+    e->waiter_txn_id = w->owner->txn_id;
+    e->holder_txn_id = g->owner->txn_id;
+    e->waiter_excl = w->excl;
+    e->holder_excl = g->excl;
+    (*n)++;
+    return TDB_OK;
+}
+
+int lock_mgr_list_waits(lock_mgr_t *m, lock_wait_info_t **out, size_t *n) {
+    lock_wait_info_t *arr = NULL;
+    size_t cnt = 0, cap = 0;
+    int rc = TDB_OK;
+    for (unsigned s = 0; s < LM_STRIPES && rc == TDB_OK; s++) {
+        lk_stripe_t *st = &m->stripes[s];
+        pthread_mutex_lock(&st->mu);
+        for (size_t b = 0; b < st->nbuckets && rc == TDB_OK; b++)
+            for (lk_head_t *h = st->buckets[b]; h && rc == TDB_OK; h = h->hnext)
+                for (lk_wait_t *w = h->qfirst; w && rc == TDB_OK; w = w->next)
+                    for (lk_grant_t *g = h->holders; g && rc == TDB_OK; g = g->next)
+                        if (g->owner != w->owner) rc = waits_push(&arr, &cnt, &cap, h, w, g);
+        pthread_mutex_unlock(&st->mu);
+    }
+    if (rc != TDB_OK) {
+        lock_wait_info_free(arr, cnt);
+        return rc;
+    }
+    *out = arr;
+    *n = cnt;
+    return TDB_OK;
+}
+
+void lock_wait_info_free(lock_wait_info_t *w, size_t n) {
+    for (size_t i = 0; i < n; i++) free(w[i].key);
+    free(w);
+}

@@ -138,6 +138,22 @@ typedef struct lock_stats {
 /* Counters since create (held: current). Thread-safe. */
 void lock_mgr_stats(lock_mgr_t *m, lock_stats_t *out);
 
+/* One (waiter, holder) pair of a wait going on: the waiter is queued on
+ * (cf_id, key) and the holder holds it. key is a private copy. */
+typedef struct lock_wait_info {
+    uint64_t waiter_txn_id, holder_txn_id;
+    uint32_t cf_id;
+    int waiter_excl, holder_excl;
+    char *key;
+    size_t klen;
+} lock_wait_info_t;
+/* A copy of every current wait as (waiter, holder) pairs, each stripe read
+ * under its mutex (a queued waiter's head is only changed under it), so
+ * each pair was true at the moment its stripe was read. *out is NULL when
+ * there is none; free with lock_wait_info_free. TDB_ERR_NOMEM. */
+int lock_mgr_list_waits(lock_mgr_t *m, lock_wait_info_t **out, size_t *n);
+void lock_wait_info_free(lock_wait_info_t *w, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

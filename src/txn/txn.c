@@ -225,6 +225,28 @@ void tdb_txn_cancel_wait(tdb_txn_t *t) {
 
 uint64_t tdb_txn_snapshot_sequence(const tdb_txn_t *t) { return t ? t->snap_seq : 0; }
 
+uint64_t tdb_txn_id(const tdb_txn_t *t) { return t ? t->id : 0; }
+
+int tdb_list_lock_waits(tdb_t *db, tdb_lock_wait_fn fn, void *ctx) {
+    if (!db || !fn) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_list_lock_waits: NULL argument");
+    lock_mgr_t *m = txn_lock_mgr(db);
+    if (!m) return tdb_err(TDB_ERR_NOMEM, "lock manager");
+    lock_wait_info_t *w = NULL;
+    size_t n = 0;
+    TDB_RET(lock_mgr_list_waits(m, &w, &n));
+    int reported = 0;
+    for (size_t i = 0; i < n; i++) {
+        char name[256];
+        if (db_cf_name_of(db, w[i].cf_id, name, sizeof name) != TDB_OK) continue; /* dropped meanwhile */
+        tdb_lock_wait_t e = {w[i].waiter_txn_id, w[i].holder_txn_id, name, w[i].key,
+                             w[i].klen, w[i].waiter_excl, w[i].holder_excl};
+        reported++;
+        if (fn(ctx, &e)) break;
+    }
+    lock_wait_info_free(w, n);
+    return reported;
+}
+
 /* Remember a family the transaction writes. */
 static int note_cf(tdb_txn_t *t, tdb_cf_t *cf) {
     for (int i = 0; i < t->ncfs; i++)
