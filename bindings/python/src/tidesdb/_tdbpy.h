@@ -22,7 +22,12 @@
  *  4. Children hold a strong reference to their DB (and a transaction's
  *     iterators to the transaction); the child lists are weak: a child
  *     unlinks itself when it is released or deallocated.
- *  5. Keys and values come in through the buffer protocol (no copy) and
+ *  5. After fork() the child must not touch the parent's handles (the
+ *     library's threads do not exist there): a DB records the fork
+ *     generation it was opened in; in a child every call raises
+ *     InvalidArgumentError, and close/release drop the handles without
+ *     calling the library (their memory is left to the process's exit).
+ *  6. Keys and values come in through the buffer protocol (no copy) and
  *     the buffer stays exported for the whole call, GIL released or not;
  *     results are returned as new bytes objects.
  */
@@ -52,6 +57,7 @@ typedef struct DBObject {
     tdbpy_link children;  /* iterators (of the db), snapshots, transactions */
     PyObject *path;
     PyObject *weakrefs;
+    unsigned long fork_gen; /* tdbpy_fork_gen when opened */
 } DBObject;
 
 /* Header shared by the objects a DB must release before tdb_close. */
@@ -112,6 +118,8 @@ extern PyTypeObject DB_Type, CF_Type, Snapshot_Type, Batch_Type, Iter_Type, Txn_
 extern PyObject *TidesDBError;
 
 /* module.c */
+extern unsigned long tdbpy_fork_gen; /* incremented in a fork()ed child */
+#define TDBPY_FORKED(db) ((db)->fork_gen != tdbpy_fork_gen)
 PyObject *tdbpy_raise(int rc);
 PyObject *tdbpy_raise_msg(int rc, const char *msg);
 int tdbpy_check(int rc); /* 0 if TDB_OK, else raises and returns -1 */

@@ -20,6 +20,11 @@ int tdbpy_enter(DBObject *db)
         tdbpy_raise_msg(TDB_ERR_CLOSED, "database is closed");
         return -1;
     }
+    if (TDBPY_FORKED(db)) {
+        tdbpy_raise_msg(TDB_ERR_INVALID_ARG,
+                        "database was opened before fork(): open it again in this process");
+        return -1;
+    }
     db->active++;
     return 0;
 }
@@ -34,9 +39,12 @@ void tdbpy_leave(DBObject *db)
  * object (so no other thread can reach it), without the GIL while the db is
  * open: destroying the last reference to an old version may delete files.
  * Counted as a call in flight so that close() waits for it. While close()
- * runs (it releases the children itself) it runs with the GIL. */
+ * runs (it releases the children itself) it runs with the GIL; in a fork()ed
+ * child it does not run at all (invariant 5). */
 void tdbpy_release_call(DBObject *db, void (*fn)(void *), void *arg)
 {
+    if (TDBPY_FORKED(db))
+        return; /* the parent's handle: leave it alone */
     if (!db->db || db->closing) {
         fn(arg);
         return;
@@ -140,6 +148,7 @@ static int DB_init(DBObject *self, PyObject *args, PyObject *kw)
     }
     self->db = db;
     self->default_cf = cf;
+    self->fork_gen = tdbpy_fork_gen;
     self->path = PyUnicode_DecodeFSDefault(path);
     Py_DECREF(path_obj);
     return self->path ? 0 : -1;
@@ -157,6 +166,21 @@ static PyObject *DB_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 /* Close: refuse new calls, wait for running ones, release children, close. */
 static int db_close_impl(DBObject *self)
 {
+    if (self->db && TDBPY_FORKED(self)) {
+        /* A fork()ed child's copy: the threads counted in `active` (and any
+         * close in progress) are the parent's. Forget the handles. */
+        for (tdbpy_link *l = self->children.next; l != &self->children;) {
+            tdbpy_link *next = l->next;
+            ChildObject *c = TDBPY_CHILD(l);
+            c->release(c); /* skips the library in a child */
+            l = next;
+        }
+        self->db = NULL;
+        self->default_cf = NULL;
+        self->closing = 0;
+        self->active = 0;
+        return 0;
+    }
     if (self->closing) {
         /* Another thread is closing it: return once it is closed. */
         while (self->db) {
@@ -188,10 +212,12 @@ static int db_close_impl(DBObject *self)
         }
     }
     tdb_t *db = self->db;
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = tdb_close(db);
-    Py_END_ALLOW_THREADS
+    int rc = TDB_OK;
+    if (!TDBPY_FORKED(self)) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = tdb_close(db);
+        Py_END_ALLOW_THREADS
+    }
     self->db = NULL;
     self->default_cf = NULL;
     self->closing = 0;

@@ -6,9 +6,17 @@
  */
 #include "_tdbpy.h"
 
+#include <pthread.h>
 #include <string.h>
 
 PyObject *TidesDBError;
+unsigned long tdbpy_fork_gen;
+
+/* pthread_atfork child handler: every DB opened before is the parent's. */
+static void after_fork_child(void)
+{
+    tdbpy_fork_gen++;
+}
 
 /* One exception class per library error code. */
 static struct {
@@ -213,6 +221,10 @@ PyMODINIT_FUNC PyInit__tidesdb(void)
     PyObject *m = PyModule_Create(&module_def);
     if (!m)
         return NULL;
+    if (pthread_atfork(NULL, NULL, after_fork_child) != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "pthread_atfork failed");
+        goto fail;
+    }
     PyTypeObject *types[] = {&DB_Type, &CF_Type, &Snapshot_Type, &Batch_Type, &Iter_Type,
                              &Txn_Type};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {

@@ -13,7 +13,7 @@
 void tdbpy_snapshot_release(ChildObject *c)
 {
     SnapshotObject *s = (SnapshotObject *)c;
-    if (s->snap && s->base.db->db)
+    if (s->snap && s->base.db->db && !TDBPY_FORKED(s->base.db))
         tdb_snapshot_release(s->base.db->db, s->snap);
     s->snap = NULL;
     tdbpy_link_del(&s->base.link);
