@@ -258,7 +258,14 @@ func (t *tester) cycle(n int) (*Cycle, error) {
 		return c, fmt.Errorf("the primary did not restart after the kill: %w", err)
 	}
 	c.Recovery = time.Since(r0).Seconds()
-	ready := time.Now()
+	// The replica resumes by itself (it reconnects every second): timed
+	// from the primary's restart, while the primary is checked.
+	type caught struct {
+		d   time.Duration
+		err error
+	}
+	cu := make(chan caught, 1)
+	go func() { d, err := t.catchUp(t.replica); cu <- caught{d, err} }()
 	logText, _ := os.ReadFile(t.primary.Log)
 	_ = os.WriteFile(filepath.Join(t.logs, name+"-primary-error.log"), logText, 0o644)
 	for _, m := range rePrepared.FindAllStringSubmatch(string(logText), -1) {
@@ -299,13 +306,13 @@ func (t *tester) cycle(n int) (*Cycle, error) {
 		c.Problems = append(c.Problems, fmt.Sprintf("%d transactions in the engine but not in the binlog: %s", len(d), joinMax(d, 8)))
 	}
 
-	// The replica resumes by itself (it reconnects every second) and must
-	// end with exactly the primary's tables.
-	if _, err := t.catchUp(t.replica); err != nil {
-		c.Problems = append(c.Problems, "replica: "+err.Error())
-		return c, err
+	// The replica must end with exactly the primary's tables.
+	r := <-cu
+	if r.err != nil {
+		c.Problems = append(c.Problems, "replica: "+r.err.Error())
+		return c, r.err
 	}
-	c.Catchup = time.Since(ready).Seconds() // the replica works during the checks above
+	c.Catchup = r.d.Seconds()
 	_, bad, err = t.ackIDs(t.replica)
 	if err != nil {
 		return c, err
