@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -19,8 +20,10 @@
 #include "tidesdb/tidesdb.h"
 
 extern "C" {
+#include "db/testing.h"
 #include "dbcheck.h"
 #include "env/env.h"
+#include "testing/env_fault.h"
 }
 
 using tdbtest::TempDir;
@@ -105,6 +108,53 @@ TEST_F(DbCheckTest, CleanDatabaseHasNoDamage) {
     EXPECT_GE(r.wal_records, 40u);
     EXPECT_EQ(r.orphans, 0u);
     EXPECT_GT(r.table_entries, 1000u);
+}
+
+// A WAL relogged from the memtables after its fsync ran out of space
+// (db/switch.c) holds each family's entries in sequence order, family after
+// family: the checker accepts it (sequences climb per family inside the
+// relog, and from its end on as usual) and counts its records.
+TEST(DbCheckRelog, RelogWalIsNotDamage) {
+    TempDir dir;
+    fault_env_t *fe = nullptr;
+    ASSERT_EQ(fault_env_create(env_posix(), 7, &fe), TDB_OK);
+    tdb_config_t c;
+    tdb_config_default(&c);
+    c.log_level = TDB_LOG_NONE;
+    c.default_cf.sync_mode = TDB_SYNC_NONE;
+    tdb_t *db = nullptr;
+    tdb_cf_t *def = nullptr, *other = nullptr;
+    ASSERT_EQ(tdb_open_env(dir.path().c_str(), &c, fault_env_env(fe), &db), TDB_OK);
+    ASSERT_EQ(tdb_get_cf(db, TDB_DEFAULT_CF, &def), TDB_OK);
+    ASSERT_EQ(tdb_create_cf(db, "other", nullptr, &other), TDB_OK);
+    auto write = [&](uint64_t i) {  // key i in both families, one batch
+        tdb_batch_t *b;
+        EXPECT_EQ(tdb_batch_create(&b), TDB_OK);
+        std::string k = tdbtest::Key(i), v = tdbtest::Value(i, 40);
+        EXPECT_EQ(tdb_batch_put(b, def, k.data(), k.size(), v.data(), v.size(), 0), TDB_OK);
+        EXPECT_EQ(tdb_batch_put(b, other, k.data(), k.size(), v.data(), v.size(), 0), TDB_OK);
+        int rc = tdb_write(db, b);
+        tdb_batch_destroy(b);
+        return rc;
+    };
+    for (uint64_t i = 0; i < 100; i++) ASSERT_EQ(write(i), TDB_OK);
+    fault_rule_t r;
+    memset(&r, 0, sizeof r);
+    r.op = FAULT_SYNC;
+    r.code = TDB_ERR_NO_SPACE;
+    r.path_contains = ".log";
+    r.nth = 1;
+    r.count = UINT64_MAX;
+    ASSERT_EQ(fault_env_add_rule(fe, &r), TDB_OK);
+    EXPECT_EQ(tdb_sync(db), TDB_ERR_NO_SPACE);
+    fault_env_clear_rules(fe);
+    for (uint64_t i = 100; i < 110; i++) ASSERT_EQ(write(i), TDB_OK);  // the first relogs
+    ASSERT_EQ(tdb_close(db), TDB_OK);
+    fault_env_destroy(fe);
+    dbcheck_result_t res = Check(dir.path());
+    EXPECT_EQ(res.files_damaged, 0u) << res.damaged[0];
+    EXPECT_EQ(res.wals, 1u);                // the older logs were removed
+    EXPECT_GE(res.wal_records, 200u + 10u); // one record per family entry, then the new writes
 }
 
 TEST_F(DbCheckTest, AFlippedBitInAnyDataFileIsDetected) {

@@ -14,7 +14,8 @@
  *    verified and damage in any of them counts.
  *  - Every WAL file: every record's checksum, every payload decoded as a
  *    write batch or a two-phase commit record (a prepare's entries decoded
- *    too), sequence numbers increasing. A torn tail (an incomplete or
+ *    too), sequence numbers increasing (per family inside a relog,
+ *    RELOG_HEAD .. RELOG_GEN, db/batch.h). A torn tail (an incomplete or
  *    damaged final record) counts as damage unless allow_torn_tail is
  *    set, and then only on the newest WAL: a crash can tear only the WAL
  *    being written, older ones were synced whole before the switch.

@@ -202,18 +202,22 @@ static int wal_record(const cli_opts_t *o, const manifest_t *m, int fixed, slice
         char kind_buf[24];
         const char *kname = tr.kind == BATCH_TXN_PREPARE ? "prepare"
                             : tr.kind == BATCH_TXN_COMMIT ? "commit"
-                            : tr.kind == BATCH_TXN_ROLLBACK ? "rollback" : kind_buf;
+                            : tr.kind == BATCH_TXN_ROLLBACK ? "rollback"
+                            : tr.kind == BATCH_RELOG_HEAD ? "relog-head"
+                            : tr.kind == BATCH_RELOG_GEN ? "relog-gen" : kind_buf;
         snprintf(kind_buf, sizeof kind_buf, "kind-%d", tr.kind);
         if (o->json) {
             printf("%s{\"offset\": %llu, \"bytes\": %zu, \"txn\": \"%s\", \"xid\": ", first ? "\n  " : ",\n  ",
                    (unsigned long long)offset, rec.size, kname);
             cli_encode_json(stdout, tr.xid.data, tr.xid.size, o->key_fmt);
             if (tr.kind == BATCH_TXN_COMMIT) printf(", \"seq\": %llu", (unsigned long long)tr.seq);
+            if (tr.kind >= BATCH_RELOG_HEAD) printf(", \"log\": %llu", (unsigned long long)tr.number);
             printf(", \"count\": %u, \"entries\": [", tr.count);
         } else {
             printf("record @%llu (%zu bytes): %s xid=", (unsigned long long)offset, rec.size, kname);
             cli_encode(stdout, tr.xid.data, tr.xid.size, o->key_fmt);
             if (tr.kind == BATCH_TXN_COMMIT) printf(" seq=%llu", (unsigned long long)tr.seq);
+            if (tr.kind >= BATCH_RELOG_HEAD) printf(" log=%llu", (unsigned long long)tr.number);
             printf(" count=%u\n", tr.count);
         }
         int rc = TDB_OK;
