@@ -172,3 +172,34 @@ def test_concurrent_close_returns_once_closed(db_path):
     assert seen == [True] * 4
     with tidesdb.open(db_path) as again:
         assert again.get(b"c999") == b"v" * 100
+
+
+def test_close_wakes_a_lock_wait(db_path):
+    db = tidesdb.open(db_path)
+    holder = db.transaction(pessimistic=True)
+    holder.put(b"locked", b"1")
+    waiter = db.transaction(pessimistic=True, lock_timeout_ms=30000)
+    outcome = []
+
+    def blocked_put():
+        try:
+            waiter.put(b"locked", b"2")
+            outcome.append("ok")
+        except tidesdb.TidesDBError as e:
+            outcome.append(e)
+
+    t = threading.Thread(target=blocked_put)
+    t.start()
+    deadline = time.time() + 10
+    while time.time() < deadline:  # until the thread is inside the wait
+        try:
+            waiter.get(b"x")
+            time.sleep(0.01)
+        except tidesdb.InvalidArgumentError:
+            break
+    t0 = time.time()
+    db.close()  # must not wait out the 30 s lock timeout
+    t.join()
+    assert time.time() - t0 < 10
+    assert isinstance(outcome[0], tidesdb.AbortedError), outcome
+    assert holder.finished and waiter.finished

@@ -10,7 +10,8 @@
  *     tdb_txn_t) is used only while its DB object is open. A call that runs
  *     without the GIL is bracketed by tdbpy_enter / tdbpy_leave, which count
  *     it in db->active. DB.close() marks the DB closing (new calls raise
- *     ClosedError), waits with the GIL released until db->active is 0, then
+ *     ClosedError), cancels the row-lock waits of its busy transactions,
+ *     waits with the GIL released until db->active is 0, then
  *     releases every child handle (transactions first, which destroy their
  *     own iterators, then the rest) and only then calls tdb_close.
  *  2. db->active, the child lists and every object field are read and

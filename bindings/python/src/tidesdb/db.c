@@ -194,6 +194,13 @@ static int db_close_impl(DBObject *self)
     if (!self->db)
         return 0;
     self->closing = 1;
+    /* Wake transactions waiting for a row lock (they raise AbortedError)
+     * rather than wait out their lock timeout here. */
+    for (tdbpy_link *l = self->children.next; l != &self->children; l = l->next) {
+        ChildObject *c = TDBPY_CHILD(l);
+        if (c->is_txn && ((TxnObject *)c)->busy && ((TxnObject *)c)->txn)
+            tdb_txn_cancel_wait(((TxnObject *)c)->txn);
+    }
     while (self->active > 0) {
         Py_BEGIN_ALLOW_THREADS
         struct timespec ts = {0, 1000000};
