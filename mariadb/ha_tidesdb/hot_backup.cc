@@ -39,6 +39,7 @@
 #include "hot_backup.h"
 
 #include "dict.h"
+#include "sysvars.h"
 
 /* The server's BACKUP STAGE functions (sql/backup.h). */
 #include "backup.h"
@@ -311,6 +312,7 @@ static int take_backup(const std::string &dir, std::vector<std::string> *made, u
     if (sync_path(out) != 0) return fail(errno_text("cannot sync", out));
   }
   if (sync_path(dir) != 0) return fail(errno_text("cannot sync", dir));
+  sysvars_crash_point("backup_before_pos_file");
   if (write_point_file(dir, *point, *seq, *ntables) != 0)
     return fail(errno_text("cannot write", dir + "/" + BACKUP_POS_FILE));
   return 0;

@@ -161,7 +161,8 @@ static MYSQL_SYSVAR_STR(debug_crash_point, v_debug_crash_point, PLUGIN_VAR_RQCMD
                         "commit reaches the named point (DDL: create_after_families, "
                         "drop_after_record, drop_after_families, truncate_after_families, "
                         "truncate_after_record, rename_after_record, alter_*; XA: "
-                        "xa_after_prepare, xa_before_commit); empty: never",
+                        "xa_after_prepare, xa_before_commit; backup: backup_before_pos_file); "
+                        "empty: never",
                         NULL, NULL, "");
 
 /* tidesdb_backup_dir: setting it takes a hot backup (hot_backup.cc). */
