@@ -300,6 +300,21 @@ static PyObject *Txn_iterator(TxnObject *self, PyObject *args, PyObject *kw)
     return tdbpy_iter_new(self->base.db, self, args, kw);
 }
 
+/* cancel_wait(): wake this transaction's row-lock wait from another thread
+ * (the waiting call raises AbortedError). The one call allowed while the
+ * transaction is busy in another thread: the library makes it thread-safe. */
+static PyObject *Txn_cancel_wait(TxnObject *self, PyObject *u)
+{
+    DBObject *db = self->base.db;
+    if (!self->txn || !db->db)
+        return tdbpy_raise_msg(TDB_ERR_CLOSED, "transaction was released (database closed)");
+    if (TDBPY_FORKED(db))
+        return tdbpy_raise_msg(TDB_ERR_INVALID_ARG,
+                               "database was opened before fork(): open it again in this process");
+    tdb_txn_cancel_wait(self->txn);
+    Py_RETURN_NONE;
+}
+
 static PyObject *Txn_enter(TxnObject *self, PyObject *u)
 {
     if (!self->txn || self->finished)
@@ -359,6 +374,8 @@ static PyMethodDef Txn_methods[] = {
     {"rollback_to_savepoint", (PyCFunction)Txn_rollback_to, METH_VARARGS,
      "rollback_to_savepoint(name)"},
     {"release_savepoint", (PyCFunction)Txn_release_sp, METH_VARARGS, "release_savepoint(name)"},
+    {"cancel_wait", (PyCFunction)Txn_cancel_wait, METH_NOARGS,
+     "cancel_wait(): from another thread, make a row-lock wait raise AbortedError."},
     {"__enter__", (PyCFunction)Txn_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)Txn_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
