@@ -4,11 +4,14 @@
 #      (skipping what is installed), builds RelWithDebInfo into build/,
 #      checks the layering rules (scripts/check_layers.sh, seconds) and
 #      the lock table of docs/design/locks.md (scripts/check_locks.sh);
-#   2. reliability (scripts/test_reliability.sh): kill -9 crash loop per
+#   2. bindings: the Go binding (bindings/go/test.sh: go vet, go test
+#      -race) and the Python binding (bindings/python/test.sh: pip install
+#      into a venv, pytest), both over build/'s library (about 1-2 min);
+#   3. reliability (scripts/test_reliability.sh): kill -9 crash loop per
 #      sync mode, fuzz targets on their corpora, the ASan+UBSan and TSan
 #      builds running the unit tests and a short stress run
 #      (TDB_CI_SANITIZE=0 skips the sanitizer builds);
-#   3. the MariaDB engine (scripts/mariadb/test_all.sh, <= 15 min): pinned
+#   4. the MariaDB engine (scripts/mariadb/test_all.sh, <= 30 min): pinned
 #      server + headers, plugin build, mtr suite `tidesdb`, sysbench smoke,
 #      TPC-C with check, kill -9 crash test.
 # TDB_SKIP_RELIABILITY=1 / TDB_SKIP_MARIADB=1 skip a stage;
@@ -43,6 +46,13 @@ unit() {
         ctest --test-dir build --output-on-failure -j2 --timeout 900
 }
 
+bindings() {
+    local rc=0
+    bash bindings/go/test.sh --build build || rc=1
+    TIDESDB_BUILD_DIR="$PWD/build" bash bindings/python/test.sh || rc=1
+    return $rc
+}
+
 reliability() {
     # The unit stage already ran the fault-injection tests: skip them here.
     # The ASan/TSan builds run unless TDB_CI_SANITIZE=0.
@@ -54,11 +64,12 @@ reliability() {
 mariadb() {
     # mtr connects to 'localhost': a minimal system may lack the entry.
     getent hosts localhost >/dev/null || echo "127.0.0.1 localhost" >>/etc/hosts
-    # Every step is time-bounded; the whole stage within TOTAL_LIMIT (1300 s).
-    TOTAL_LIMIT="${TDB_MARIADB_TOTAL_LIMIT:-1300}" bash scripts/mariadb/test_all.sh
+    # Every step is time-bounded; the whole stage within TOTAL_LIMIT (1800 s).
+    TOTAL_LIMIT="${TDB_MARIADB_TOTAL_LIMIT:-1800}" bash scripts/mariadb/test_all.sh
 }
 
 stage unit unit
+if [ "$failed" = 0 ]; then stage bindings bindings; fi
 if [ "$failed" = 0 ] && [ "${TDB_SKIP_RELIABILITY:-0}" != 1 ]; then stage reliability reliability; fi
 if [ "${TDB_SKIP_MARIADB:-0}" != 1 ]; then stage mariadb mariadb; fi
 
