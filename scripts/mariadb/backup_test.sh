@@ -126,7 +126,13 @@ tail_txns="$(grep -c '^COMMIT/\*!\*/;' "$OUT/tail.txt" || true)"
   fail "orders at the backup point by the binlog (${expect[orders]}) not within [$orders_before, $orders_after] counted around it"
 srv src stop >/dev/null
 
-# 4. Restore into a fresh server.
+# 4. Restore into a fresh server (a directory without tidesdb_binlog_pos,
+# as a backup cut short leaves, is refused).
+mkdir -p "$DIR/incomplete/#tidesdb"
+if bash "$here/restore.sh" "$DIR/incomplete" "$DIR/incomplete-dst" >/dev/null 2>&1; then
+  fail "restore.sh accepted a backup without tidesdb_binlog_pos"
+fi
+rm -rf "$DIR/incomplete" "$DIR/incomplete-dst"
 tr0=$(date +%s%N)
 bash "$here/restore.sh" "$DIR/backup" "$DIR/dst/data" >"$OUT/restore.log" 2>&1 ||
   { cat "$OUT/restore.log" >&2; fail "restore.sh"; }
