@@ -710,15 +710,19 @@ class SmallFs {
     bool mounted_ = false;
 };
 
-// Fill an 8 MiB tmpfs (1 KiB values, FULL sync, plain POSIX env) until a
-// write is refused: it must be refused with NO_SPACE, again on retry, not
-// READ_ONLY, while every acknowledged write stays readable. Deleting a
-// 5 MiB ballast file frees space (room for the flush of what the WAL
-// held): writes resume by themselves (background
-// flushes retry), and everything acknowledged is there after a reopen.
-TEST(NoSpaceRealFs, FullTmpfsRefusesWritesAndResumesWhenSpaceIsFreed) {
+// Fill an 8 MiB tmpfs (1 KiB values, the given sync mode, plain POSIX env)
+// until a write is refused: it must be refused with NO_SPACE, again on
+// retry, not READ_ONLY, while every acknowledged write stays readable.
+// Deleting a 5 MiB ballast file frees space (room for the flush of what
+// the WAL held): writes resume by themselves (background flushes retry),
+// and everything acknowledged is there after a reopen. Returns why the
+// filesystem could not be mounted ("" if it was).
+static void FillTmpfsThenFreeSpace(int sync_mode, std::string *skip) {
     SmallFs fs8("8m");
-    if (!fs8.ok()) GTEST_SKIP() << "cannot mount a small tmpfs here: " << fs8.why();
+    if (!fs8.ok()) {
+        *skip = fs8.why();
+        return;
+    }
     const std::string ballast = fs8.path() + "/ballast", db_path = fs8.path() + "/db";
     {
         std::ofstream b(ballast, std::ios::binary);
@@ -726,7 +730,7 @@ TEST(NoSpaceRealFs, FullTmpfsRefusesWritesAndResumesWhenSpaceIsFreed) {
         for (int i = 0; i < 5; i++) b.write(mb.data(), (std::streamsize)mb.size());
         ASSERT_TRUE(b.good());
     }
-    tdb_config_t c = FaultConfig(TDB_SYNC_FULL);
+    tdb_config_t c = FaultConfig(sync_mode);
     c.default_cf.compression = TDB_COMPRESS_NONE;
     // Small memtables: flushes and compactions run, and write their
     // MANIFEST, while the disk fills, so the disk runs out under the WAL, a
@@ -758,7 +762,8 @@ TEST(NoSpaceRealFs, FullTmpfsRefusesWritesAndResumesWhenSpaceIsFreed) {
         if ((rc = put(acked)) != TDB_OK) break;
     ASSERT_EQ(rc, TDB_ERR_NO_SPACE) << "after " << acked << " writes: " << tdb_last_error();
     ASSERT_GT(acked, 100u);
-    printf("[ tmpfs 8m ] %llu writes of 1 KiB acknowledged before the disk was full\n", (unsigned long long)acked);
+    printf("[ tmpfs 8m, sync mode %d ] %llu writes of 1 KiB acknowledged before the disk was full\n", sync_mode,
+           (unsigned long long)acked);
     for (int attempt = 0; attempt < 3; attempt++) {
         // A flush or compaction may free space meanwhile (it deletes its
         // inputs): the write is then taken, and must be kept like the rest.
@@ -783,6 +788,18 @@ TEST(NoSpaceRealFs, FullTmpfsRefusesWritesAndResumesWhenSpaceIsFreed) {
     ASSERT_EQ(tdb_get_cf(db, TDB_DEFAULT_CF, &cf), TDB_OK);
     check(acked, "after reopen");
     EXPECT_EQ(tdb_close(db), TDB_OK);
+}
+
+// On a real full filesystem, in every sync mode (a tmpfs fails the write
+// itself, never the fsync: the fault env covers that).
+TEST(NoSpaceRealFs, FullTmpfsRefusesWritesAndResumesWhenSpaceIsFreed) {
+    for (int mode : {TDB_SYNC_FULL, TDB_SYNC_INTERVAL, TDB_SYNC_NONE}) {
+        SCOPED_TRACE("sync mode " + std::to_string(mode));
+        std::string skip;
+        FillTmpfsThenFreeSpace(mode, &skip);
+        if (!skip.empty()) GTEST_SKIP() << "cannot mount a small tmpfs here: " << skip;
+        if (HasFatalFailure()) return;
+    }
 }
 
 }  // namespace
