@@ -5,8 +5,8 @@
  *   #tidesdb/              tdb_checkpoint of the engine's database (every
  *                          TidesDB table and the data dictionary)
  *   <db>/<table>.frm       the table definitions of the TidesDB tables
- *                          (.par, .TRG and the .TRN naming them too) and
- *                          each such schema's db.opt
+ *                          (.par, .TRG and the .TRN naming them too), and
+ *                          each such schema's views and db.opt
  *   tidesdb_binlog_pos     the backup point: binary log file and position,
  *                          @@gtid_binlog_pos, library sequence (written last)
  *
@@ -144,9 +144,10 @@ static void remove_tree(const std::string &path) {
   rmdir(path.c_str());
 }
 
-/* The files of one schema that define the given tables: .frm, .par (older
- * partitioned tables), .TRG and the .TRN files whose trigger_table is one
- * of them, and db.opt. Names are the server's file names (encoded). */
+/* The files of one schema that define the given tables: .frm, .par
+ * (partitioned tables), .TRG and the .TRN files whose trigger_table is one
+ * of them, the schema's views (.frm) and db.opt. Names are the server's
+ * file names (encoded). */
 static std::vector<std::string> schema_files(const std::string &db, const std::set<std::string> &tables) {
   std::vector<std::string> out;
   struct stat st;
@@ -162,6 +163,14 @@ static std::vector<std::string> schema_files(const std::string &db, const std::s
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
     size_t n = strlen(e->d_name);
+    if (n > 4 && strcmp(e->d_name + n - 4, ".frm") == 0 && !tables.count(std::string(e->d_name, n - 4))) {
+      /* A view of the schema (its .frm is text starting TYPE=VIEW). */
+      FILE *f = fopen(("./" + db + "/" + e->d_name).c_str(), "r");
+      char head[10] = {0};
+      if (f && fread(head, 1, 9, f) == 9 && strcmp(head, "TYPE=VIEW") == 0) out.push_back(e->d_name);
+      if (f) fclose(f);
+      continue;
+    }
     if (n < 5 || strcmp(e->d_name + n - 4, ".TRN") != 0) continue;
     FILE *f = fopen(("./" + db + "/" + e->d_name).c_str(), "r");
     if (!f) continue;
