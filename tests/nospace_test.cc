@@ -331,6 +331,55 @@ TEST_F(WalNoSpaceTest, SyncOutOfSpaceIsNotStickyAndTdbSyncResumes) {
     EXPECT_EQ(Write(50), TDB_OK);
 }
 
+// Prepared transactions (two-phase commit) live in the WAL only until they
+// are resolved: the relog carries every unresolved one. Here xa and xb are
+// prepared, the log's fsync runs out of space, the next write relogs; xa
+// is committed afterwards, xb stays prepared; after a power loss xb is
+// listed and commits, xa's write is there, and so is every acknowledged
+// write (the relog synced them, later ones are synced by tdb_sync).
+TEST_F(WalNoSpaceTest, RelogCarriesUnresolvedPrepares) {
+    cfg_ = FaultConfig(TDB_SYNC_NONE);
+    OpenTwo();
+    auto prepare = [&](const std::string &xid, const std::string &key) {
+        tdb_txn_t *t = nullptr;
+        EXPECT_EQ(tdb_txn_begin(db_, nullptr, &t), TDB_OK);
+        EXPECT_EQ(tdb_txn_put(t, cf2_, key.data(), key.size(), xid.data(), xid.size(), 0), TDB_OK);
+        EXPECT_EQ(tdb_txn_prepare(t, xid.data(), xid.size(), 1), TDB_OK) << tdb_last_error();
+        return t;
+    };
+    tdb_txn_t *a = prepare("xa", "pa"), *b = prepare("xb", "pb");
+    for (uint64_t i = 0; i < 100; i++) ASSERT_EQ(Write(i), TDB_OK);
+    fe_.Rule(FAULT_SYNC, TDB_ERR_NO_SPACE, ".log", 1, UINT64_MAX);
+    EXPECT_EQ(tdb_sync(db_), TDB_ERR_NO_SPACE);
+    EXPECT_EQ(tdb_txn_commit(a), TDB_ERR_NO_SPACE) << tdb_last_error();  // still prepared
+    fault_env_clear_rules(fe_.fe);
+    ASSERT_EQ(Write(100), TDB_OK) << tdb_last_error();  // relogs
+    ASSERT_EQ(tdb_txn_commit(a), TDB_OK) << tdb_last_error();
+    ASSERT_EQ(tdb_sync(db_), TDB_OK);
+    tdb_txn_free(a);
+    tdb_txn_free(b);  // leaves xb prepared
+    ReopenTwo(true);
+    std::vector<std::string> listed;
+    EXPECT_EQ(tdb_recover_prepared(
+                  db_,
+                  [](void *ctx, const void *x, size_t n) {
+                      static_cast<std::vector<std::string> *>(ctx)->emplace_back((const char *)x, n);
+                      return 0;
+                  },
+                  &listed),
+              1);
+    EXPECT_EQ(listed, std::vector<std::string>{"xb"});
+    ASSERT_EQ(tdb_commit_prepared(db_, "xb", 2), TDB_OK) << tdb_last_error();
+    for (const char *k : {"pa", "pb"}) {
+        void *v = nullptr;
+        size_t vl = 0;
+        ASSERT_EQ(tdb_get(db_, cf2_, nullptr, k, 2, &v, &vl), TDB_OK) << k;
+        EXPECT_EQ(std::string((char *)v, vl), std::string("x") + k[1]);
+        tdb_free(v);
+    }
+    for (uint64_t i = 0; i <= 100; i++) EXPECT_EQ(Has(i), 1) << i;
+}
+
 // A power loss at every step of the relog (the new log's creation, its
 // appends, its fsync, the removal of the old logs), with the loss of all
 // unsynced data (odd steps) or of a random part of it (even steps): the database opens, keeps at
