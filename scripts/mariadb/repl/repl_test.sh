@@ -13,16 +13,21 @@
 #      acknowledged commits present, failed ones absent, the engine's and
 #      the binlog's transactions the same, the replica resumes and every
 #      table agrees with the primary.
+#   3. REPLICA_CYCLES times: kill -9 of the replica while it applies: its
+#      GTID position does not go back, it resumes and every table agrees.
+#   4. a replica built from a hot backup of the primary (SET GLOBAL
+#      tidesdb_backup_dir) under load, started at the recorded GTID.
 #
-#   repl_test.sh                  quick: 3 cycles (~2 minutes on 2 cores)
-#   repl_test.sh --cycles 10      the acceptance run (or CYCLES=10)
+#   repl_test.sh                  quick: 3 + 2 cycles (~70 s on 2 cores)
+#   repl_test.sh --cycles 10 --replica-cycles 10   the acceptance run
 #   repl_test.sh [repl flags...]  e.g. --steady 60s --sb-threads 4
 #
 # Exits non-zero on any mismatch, lost or phantom transaction, replica
 # error, or a primary that does not restart (e.g. one that would need
 # --tc-heuristic-recover). Results: build/repl/out (summary.md, cycles.csv,
 # logs/); the server directories are removed after a pass, kept after a
-# failure. Environment: CYCLES=3 REPL_PORT=3496 (the replica: +1)
+# failure. Environment: CYCLES=3 REPLICA_CYCLES=2 REPL_PORT=3496 (replica
+#   +1, snapshot replica +2)
 #   REPL_DIR=build/repl SEED (random)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -38,7 +43,7 @@ mkdir -p "$SQL_BIN"
   die "building tools/sql/cmd/repl failed"
 
 dir="${REPL_DIR:-$TIDESQL_ROOT/build/repl}"
-args=(--cycles "${CYCLES:-3}" --port "${REPL_PORT:-3496}" --dir "$dir" --out "$dir/out")
+args=(--cycles "${CYCLES:-3}" --replica-cycles "${REPLICA_CYCLES:-2}" --port "${REPL_PORT:-3496}" --dir "$dir" --out "$dir/out")
 [ -n "${SEED:-}" ] && args+=(--seed "$SEED")
 export TIDESQL_PLUGIN_DIR
 exec "$SQL_BIN/repl" "${args[@]}" "$@"

@@ -9,6 +9,7 @@
 //     sampled each second; then the replica catches up and every table
 //     must agree (CHECKSUM TABLE, checked non-zero, and an ordered dump
 //     hash).
+//
 //  2. crash: --cycles times, the same load is started and the primary is
 //     killed with SIGKILL at a random moment, restarted (binlog crash
 //     recovery resolves the engine's prepared transactions; the server
@@ -24,6 +25,15 @@
 //     agrees with the primary's;
 //     - the writers' invariants hold on both (each logged transaction
 //     wrote one row in ack_a, one in ack_b and one counter increment).
+//
+//  3. replica crash: --replica-cycles times, the replica is killed with
+//     SIGKILL while it applies the same load, restarted while the load
+//     goes on (START SLAVE): its GTID position (kept in TidesDB with its
+//     rows) must not go back, it must resume without an apply error and
+//     end with the primary's tables.
+//
+//  4. snapshot: a replica built from a hot backup of the primary taken
+//     under load (snapshot.go).
 //
 // It exits non-zero on any mismatch, a replica error, or a server that
 // does not restart.
@@ -52,6 +62,7 @@ import (
 
 type options struct {
 	cycles    int
+	rcycles   int // kill -9 cycles of the replica
 	steady    time.Duration
 	killMin   time.Duration
 	killMax   time.Duration
@@ -75,6 +86,7 @@ func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("repl", flag.ContinueOnError)
 	fs.IntVar(&o.cycles, "cycles", 3, "kill -9 / restart cycles of the primary")
+	fs.IntVar(&o.rcycles, "replica-cycles", 2, "kill -9 / restart cycles of the replica (after the primary's)")
 	fs.DurationVar(&o.steady, "steady", 10*time.Second, "length of the steady (no crash) load that measures the replica's lag")
 	fs.DurationVar(&o.killMin, "kill-min", 2*time.Second, "earliest kill, from the start of a cycle's load")
 	fs.DurationVar(&o.killMax, "kill-max", 8*time.Second, "latest kill")
@@ -106,8 +118,8 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("--write-buffer: %w", err)
 	}
 	switch {
-	case o.cycles < 0:
-		return o, fmt.Errorf("--cycles %d: want 0 or more", o.cycles)
+	case o.cycles < 0 || o.rcycles < 0:
+		return o, fmt.Errorf("--cycles %d, --replica-cycles %d: want 0 or more", o.cycles, o.rcycles)
 	case o.steady < time.Second:
 		return o, fmt.Errorf("--steady %s: want at least 1s", o.steady)
 	case o.killMin < time.Second || o.killMax < o.killMin:
@@ -153,8 +165,8 @@ func (o options) lines() []string {
 		fmt.Sprintf("preset %s: TidesDB sync %s, cache %s, write buffer %s per server",
 			p.Name(), p.TidesDBSyncMode(), server.FormatBytes(p.TidesDBCache), server.FormatBytes(p.WriteBuffer)),
 		fmt.Sprintf("replicas apply with slave_parallel_threads=%d (%s)", o.parallel, o.parMode),
-		fmt.Sprintf("load: sysbench oltp_write_only %d threads on %d x %d rows + %d logged writers; steady %s; %d crash cycle(s), kill -9 at %s..%s; seed %d",
-			o.sbThreads, o.sbTables, o.sbRows, o.clients, o.steady, o.cycles, o.killMin, o.killMax, o.seed),
+		fmt.Sprintf("load: sysbench oltp_write_only %d threads on %d x %d rows + %d logged writers; steady %s; %d crash cycle(s) of the primary, %d of the replica, kill -9 at %s..%s; seed %d",
+			o.sbThreads, o.sbTables, o.sbRows, o.clients, o.steady, o.cycles, o.rcycles, o.killMin, o.killMax, o.seed),
 	}
 }
 
@@ -212,8 +224,8 @@ func run(o options) error {
 		errs = append(errs, errors.New(p))
 	}
 	if len(errs) == 0 {
-		fmt.Printf("repl: passed: steady phase and %d crash cycle(s) in %.0f s, 0 mismatches (results in %s)\n",
-			len(t.cycles), time.Since(start).Seconds(), o.out)
+		fmt.Printf("repl: passed: steady phase, %d crash cycle(s) of the primary and %d of the replica in %.0f s, 0 mismatches (results in %s)\n",
+			len(t.cycles), len(t.rcycles), time.Since(start).Seconds(), o.out)
 		_ = os.RemoveAll(filepath.Join(o.dir, "primary"))
 		_ = os.RemoveAll(filepath.Join(o.dir, "replica"))
 		_ = os.RemoveAll(filepath.Join(o.dir, "snapshot-replica"))
@@ -247,6 +259,26 @@ func (t *tester) all() error {
 			for _, p := range c.Problems {
 				fmt.Println("    " + p)
 				t.problems = append(t.problems, fmt.Sprintf("cycle %d: %s", n, p))
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if t.o.rcycles > 0 {
+		fmt.Println(replicaCycleHeader())
+	}
+	for n := 1; n <= t.o.rcycles; n++ {
+		if t.ctx.Err() != nil {
+			return fmt.Errorf("interrupted")
+		}
+		c, err := t.replicaCycle(n)
+		if c != nil {
+			t.rcycles = append(t.rcycles, *c)
+			fmt.Println(c.Line())
+			for _, p := range c.Problems {
+				fmt.Println("    " + p)
+				t.problems = append(t.problems, fmt.Sprintf("replica cycle %d: %s", n, p))
 			}
 		}
 		if err != nil {

@@ -59,6 +59,25 @@ func (t *tester) write(total time.Duration) error {
 		}
 		b.WriteString("```\n")
 	}
+	if len(t.rcycles) > 0 {
+		if err := os.WriteFile(filepath.Join(t.o.out, "replica_cycles.csv"), []byte(replicaCyclesCSV(t.rcycles)), 0o644); err != nil {
+			return err
+		}
+		survived, mism, prep := 0, 0, 0
+		for _, c := range t.rcycles {
+			if len(c.Problems) == 0 {
+				survived++
+			}
+			mism += c.Mismatches
+			prep += c.Prepared
+		}
+		fmt.Fprintf(&b, "\n## Crash cycles of the replica\n\n%d of %d cycles passed every check (position not gone back, resumed without an apply error, tables equal to the primary's): %d table mismatches, %d prepared transactions resolved at its recoveries.\n\n```\n%s\n",
+			survived, len(t.rcycles), mism, prep, replicaCycleHeader())
+		for _, c := range t.rcycles {
+			b.WriteString(c.Line() + "\n")
+		}
+		b.WriteString("```\n")
+	}
 	if len(t.problems) > 0 {
 		b.WriteString("\n## Problems\n\n")
 		for _, p := range t.problems {

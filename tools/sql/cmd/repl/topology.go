@@ -27,6 +27,7 @@ type tester struct {
 	acks     *AckLog
 	steady   *Steady
 	cycles   []Cycle
+	rcycles  []ReplicaCycle
 	notes    []string
 	problems []string
 }
@@ -258,8 +259,9 @@ func (t *tester) replicaStatus(s *server.Server) (ReplicaStatus, error) {
 }
 
 // catchUp waits until replica r has applied the primary's whole binary log
-// (its gtid_slave_pos reaches the primary's gtid_binlog_pos, read once at
-// the start: the load is stopped) and returns how long that took. A
+// (its gtid_slave_pos equals the primary's gtid_binlog_pos; the load is
+// stopped, the primary's position is read again whenever the replica
+// reaches it) and returns how long that took. A
 // stopped SQL thread (an apply error) fails at once; a stopped IO thread
 // is waited for: it reconnects every second.
 func (t *tester) catchUp(r *server.Server) (time.Duration, error) {
@@ -289,10 +291,27 @@ func (t *tester) catchUp(r *server.Server) (time.Duration, error) {
 			return 0, err
 		}
 		if got >= want {
-			if pos != target {
-				return 0, fmt.Errorf("replica on port %d at GTID %s, primary's binlog at %s", r.Port(), pos, target)
+			// A statement of a killed client may still commit on the
+			// primary after the target was read: read it again, and
+			// finish only when both are at the same GTID.
+			now, err := t.query1(t.primary, "SELECT @@gtid_binlog_pos")
+			if err != nil {
+				return 0, err
 			}
-			return time.Since(t0), nil
+			if pos == now {
+				return time.Since(t0), nil
+			}
+			nowSeq, err := seqNo(now)
+			if err != nil {
+				return 0, err
+			}
+			if got > nowSeq {
+				return 0, fmt.Errorf("replica on port %d at GTID %s, beyond the primary's binlog at %s", r.Port(), pos, now)
+			}
+			if got == nowSeq {
+				return 0, fmt.Errorf("replica on port %d at GTID %s, primary's binlog at %s", r.Port(), pos, now)
+			}
+			target, want = now, nowSeq
 		}
 		if time.Since(t0) > t.o.catchup {
 			return 0, fmt.Errorf("replica on port %d did not reach the primary's %s within %s: at %s (IO thread %s: %s)",
