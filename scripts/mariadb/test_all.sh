@@ -13,8 +13,8 @@
 #   backup point, go-tpc check, binlog replayed from the recorded position
 #   gives the source's checksums) -> repl (a primary and a GTID replica
 #   under sysbench: tables agree; 3 kill -9 cycles of the primary: engine
-#   and binlog agree, the replica resumes and matches; a replica built from
-#   a hot backup) -> harness_smoke (each SQL benchmark
+#   and binlog agree, the replica resumes and matches; 2 of the replica;
+#   a replica built from a hot backup) -> harness_smoke (each SQL benchmark
 #   harness for a few seconds on one engine) -> pgo (the PGO build: missing
 #   and stale profiles refused, a full --pgo build loads and serves).
 # Prints one line per step and a final "N passed, N failed"; exits non-zero
