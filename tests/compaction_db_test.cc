@@ -272,3 +272,97 @@ TEST_F(CompactionDb, ConcurrentCompactionsWithWritersAndDrop) {
 }
 
 }  // namespace
+
+// tdb_compact_range: only the files meeting the range go down; at level 1
+// a file overlapping a chosen one goes with it (else an older version
+// would be left above a newer one); bounds are checked.
+namespace {
+std::string RangeKey(const char *p, int i) {
+    char b[16];
+    snprintf(b, sizeof b, "%s%03d", p, i);
+    return b;
+}
+int FilesIn(tdb_t *db, tdb_cf_t *cf, int level) {
+    tdb_stats_t st;
+    EXPECT_EQ(tdb_get_stats(db, cf, &st), TDB_OK);
+    return (int)st.levels[level].files;
+}
+int FilesBelow1(tdb_t *db, tdb_cf_t *cf) {
+    int n = 0;
+    for (int l = 2; l < TDB_MAX_LEVELS; l++) n += FilesIn(db, cf, l);
+    return n;
+}
+std::string GetS(tdb_t *db, tdb_cf_t *cf, const std::string &k) {
+    void *v;
+    size_t n;
+    if (tdb_get(db, cf, nullptr, k.data(), k.size(), &v, &n) != TDB_OK) return "-";
+    std::string s((char *)v, n);
+    tdb_free(v);
+    return s;
+}
+}  // namespace
+
+TEST(CompactRange, MovesOnlyTheRangeAndKeepsNewestVersions) {
+    TempDir dir;
+    tdb_config_t c;
+    tdb_config_default(&c);
+    c.default_cf.sync_mode = TDB_SYNC_NONE;
+    tdb_t *db = nullptr;
+    ASSERT_EQ(tdb_open(dir.path().c_str(), &c, &db), TDB_OK);
+    tdb_cf_t *cf;
+    ASSERT_EQ(tdb_get_cf(db, TDB_DEFAULT_CF, &cf), TDB_OK);
+    ASSERT_EQ(tdb_pause_background(db), TDB_OK); // files stay where the test puts them
+    auto fill = [&](const char *p, int from, int to, const std::string &tag) {
+        for (int i = from; i <= to; i++) {
+            std::string k = RangeKey(p, i), v = tag + k;
+            ASSERT_EQ(tdb_put(db, cf, k.data(), k.size(), v.data(), v.size(), 0), TDB_OK);
+        }
+        ASSERT_EQ(tdb_flush(db, cf), TDB_OK);
+    };
+    fill("a", 0, 999, "old-");  // F1 a000..a999
+    fill("m", 0, 999, "m-");    // F2
+    fill("z", 0, 999, "z-");    // F3
+    ASSERT_EQ(FilesIn(db, cf, 1), 3);
+    // F4, newer, overlaps F1's tail and reaches b000..b010.
+    for (int i = 990; i <= 999; i++) {
+        std::string k = RangeKey("a", i), v = "new-" + k;
+        ASSERT_EQ(tdb_put(db, cf, k.data(), k.size(), v.data(), v.size(), 0), TDB_OK);
+    }
+    fill("b", 0, 10, "new-");
+    ASSERT_EQ(FilesIn(db, cf, 1), 4);
+    ASSERT_EQ(FilesBelow1(db, cf), 0);
+
+    EXPECT_EQ(tdb_compact_range(db, cf, "n", 1, "m", 1), TDB_ERR_INVALID_ARG);  // lo > hi
+    EXPECT_EQ(tdb_compact_range(db, nullptr, nullptr, 0, nullptr, 0), TDB_ERR_INVALID_ARG);
+    EXPECT_EQ(tdb_compact_range(db, cf, nullptr, 3, nullptr, 0), TDB_ERR_INVALID_ARG);
+
+    // Only F2 meets [m100, m200].
+    ASSERT_EQ(tdb_compact_range(db, cf, "m100", 4, "m200", 4), TDB_OK);
+    EXPECT_EQ(FilesIn(db, cf, 1), 3);
+    EXPECT_EQ(FilesBelow1(db, cf), 1);
+    // A range nothing meets changes nothing.
+    ASSERT_EQ(tdb_compact_range(db, cf, "q", 1, "r", 1), TDB_OK);
+    EXPECT_EQ(FilesIn(db, cf, 1), 3);
+
+    // Only F4 meets [b000, b005]; F1 overlaps F4 and must go with it.
+    ASSERT_EQ(tdb_compact_range(db, cf, "b000", 4, "b005", 4), TDB_OK);
+    EXPECT_EQ(FilesIn(db, cf, 1), 1);  // z's file stays
+    EXPECT_EQ(GetS(db, cf, "a995"), "new-a995");
+    EXPECT_EQ(GetS(db, cf, "a500"), "old-a500");
+    EXPECT_EQ(GetS(db, cf, "b007"), "new-b007");
+    EXPECT_EQ(GetS(db, cf, "m150"), "m-m150");
+
+    // Open bounds: everything.
+    ASSERT_EQ(tdb_compact_range(db, cf, nullptr, 0, nullptr, 0), TDB_OK);
+    EXPECT_EQ(FilesIn(db, cf, 1), 0);
+    ASSERT_EQ(tdb_continue_background(db), TDB_OK);
+    ASSERT_EQ(tdb_close(db), TDB_OK);
+
+    ASSERT_EQ(tdb_open(dir.path().c_str(), &c, &db), TDB_OK);
+    ASSERT_EQ(tdb_get_cf(db, TDB_DEFAULT_CF, &cf), TDB_OK);
+    EXPECT_EQ(GetS(db, cf, "a995"), "new-a995");
+    EXPECT_EQ(GetS(db, cf, "a000"), "old-a000");
+    EXPECT_EQ(GetS(db, cf, "z999"), "z-z999");
+    EXPECT_EQ(GetS(db, cf, "b010"), "new-b010");
+    ASSERT_EQ(tdb_close(db), TDB_OK);
+}

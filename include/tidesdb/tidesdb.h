@@ -486,6 +486,13 @@ TDB_API int tdb_rollback_prepared(tdb_t *db, const void *xid, size_t xid_len);
 TDB_API int tdb_flush(tdb_t *db, tdb_cf_t *cf);
 /* Compact cf (NULL = all) fully down its levels and wait. */
 TDB_API int tdb_compact(tdb_t *db, tdb_cf_t *cf);
+/* Flush cf, then push the table files holding keys in [lo, hi] (inclusive;
+ * lo NULL: from the first key, hi NULL: to the last) down the levels to
+ * cf's last level, merging them with what they overlap there, and wait.
+ * Files outside the range stay where they are (a file that straddles a
+ * bound moves whole). TDB_ERR_INVALID_ARG if lo > hi. */
+TDB_API int tdb_compact_range(tdb_t *db, tdb_cf_t *cf, const void *lo, size_t lolen, const void *hi,
+                              size_t hilen);
 /* Wait until no flush or compaction is queued or running and the tree has
  * its idle shape (level 1 below l1_file_count_trigger, which while writes
  * continue may batch up to twice that). Returns TDB_ERR_BUSY at once while

@@ -437,6 +437,36 @@ static int last_level(tdb_cf_t *cf) {
  * Background compactions of the family may run alongside (the registry
  * keeps them disjoint); a level whose pick is blocked by one is retried
  * once a compaction finishes. */
+int db_compact_cf_range(tdb_t *db, tdb_cf_t *cf, const slice_t *lo, const slice_t *hi) {
+    int rc = TDB_OK;
+    pthread_mutex_lock(&db->mu);
+    for (int level = 1; level < TDB_MAX_LEVELS - 1 && rc == TDB_OK; level++) {
+        if (db->shutting_down || atomic_load(&cf->dropped)) break;
+        if (db->bg_error != TDB_OK) {
+            rc = tdb_err(TDB_ERR_READ_ONLY, "background error: %s", tdb_strerror(db->bg_error));
+            break;
+        }
+        int last = last_level(cf);
+        if (last == 0 || (level > 1 && level >= last)) break; /* nothing below: the range is down */
+        compaction_opts_t o = db_compaction_opts(cf);
+        int busy;
+        compaction_t *c = compaction_pick_range(cf->current, level, lo, hi, &o, cf->compactions, &busy);
+        if (!c) {
+            if (busy) { /* an input is being compacted: wait, retry the level */
+                pthread_cond_wait(&db->done_cv, &db->mu);
+                level--;
+            }
+            continue;
+        }
+        cf->compacting++;
+        db->bg_compact_running++;
+        rc = run_compaction(db, cf, c);
+        db->bg_compact_running--;
+    }
+    pthread_mutex_unlock(&db->mu);
+    return rc;
+}
+
 int db_compact_cf(tdb_t *db, tdb_cf_t *cf) {
     int rc = TDB_OK;
     pthread_mutex_lock(&db->mu);

@@ -392,6 +392,10 @@ int db_write_level1(tdb_t *db, tdb_cf_t *cf, memtable_t *m, version_edit_t *edit
 void db_flush_oldest(tdb_t *db, tdb_cf_t *cf);
 /* Compact cf down to its last non-empty level in this thread (tdb_compact). */
 int db_compact_cf(tdb_t *db, tdb_cf_t *cf);
+/* Push the files meeting [*lo, *hi] (NULL: open end) down level by level
+ * to the last level of cf (tdb_compact_range); waits for compactions that
+ * hold an input. */
+int db_compact_cf_range(tdb_t *db, tdb_cf_t *cf, const slice_t *lo, const slice_t *hi);
 
 /* ---- db/write_stall.c: back-pressure ---- */
 /* Memory of the memtables (mu held). */

@@ -56,6 +56,17 @@ int tdb_flush(tdb_t *db, tdb_cf_t *only) {
     return rc;
 }
 
+int tdb_compact_range(tdb_t *db, tdb_cf_t *cf, const void *lo, size_t lolen, const void *hi, size_t hilen) {
+    if (!db || !cf) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_compact_range: NULL database or family");
+    if ((lolen && !lo) || (hilen && !hi)) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_compact_range: NULL bound with a length");
+    slice_t l = slice_make(lo, lolen), h = slice_make(hi, hilen);
+    const slice_t *lp = lo ? &l : NULL, *hp = hi ? &h : NULL;
+    if (lp && hp && slice_compare(l, h) > 0) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_compact_range: lo > hi");
+    int rc = tdb_flush(db, cf);
+    if (rc != TDB_OK) return rc;
+    return db_compact_cf_range(db, cf, lp, hp);
+}
+
 int tdb_compact(tdb_t *db, tdb_cf_t *only) {
     int rc = tdb_flush(db, only);
     if (rc != TDB_OK) return rc;

@@ -484,6 +484,66 @@ compaction_t *compaction_pick_level(version_t *v, int level, const compaction_op
     return pick_whole_level(v, level, out, 1.0, o, s);
 }
 
+/* Does g meet [*lo, *hi] (NULL: open end)? */
+static int meets_bounds(urange_t g, const slice_t *lo, const slice_t *hi) {
+    return (!hi || slice_compare(g.lo, *hi) <= 0) && (!lo || slice_compare(g.hi, *lo) >= 0);
+}
+
+compaction_t *compaction_pick_range(version_t *v, int level, const slice_t *lo, const slice_t *hi,
+                                    const compaction_opts_t *o, compaction_state_t *s, int *busy) {
+    *busy = 0;
+    if (level < 1 || level >= TDB_MAX_LEVELS - 1) return NULL;
+    int n = version_num_files(v, level);
+    if (n == 0) return NULL;
+    char *pick = (char *)calloc((size_t)n, 1);
+    if (!pick) return NULL;
+    int cnt = 0;
+    urange_t r = {{0}, {0}};
+    for (int i = 0; i < n; i++) {
+        file_meta_t *f = version_file(v, level, i);
+        if (!meets_bounds(file_range(f), lo, hi)) continue;
+        if (cnt++ == 0) r = file_range(f);
+        else range_extend(&r, f);
+        pick[i] = 1;
+    }
+    /* Level 1: close over overlaps (newer and older versions go together). */
+    for (int grew = level == 1 && cnt; grew;) {
+        grew = 0;
+        for (int i = 0; i < n; i++) {
+            file_meta_t *f = version_file(v, level, i);
+            if (pick[i] || !file_overlaps(f, r)) continue;
+            range_extend(&r, f);
+            pick[i] = 1;
+            cnt++;
+            grew = 1;
+        }
+    }
+    compaction_t *c = NULL;
+    if (cnt == 0) goto out;
+    *busy = 1;
+    for (int i = 0; i < n; i++)
+        if (pick[i] && version_file(v, level, i)->being_compacted) goto out;
+    int out = level + 1;
+    if (level == 1) {
+        uint64_t target[TDB_MAX_LEVELS];
+        out = compaction_level_targets(v, o, target);
+    }
+    c = compaction_new(level, out, 1.0);
+    if (!c) goto out;
+    for (int i = 0; i < n; i++)
+        if (pick[i] && !compaction_push(c, 0, version_file(v, level, i), cnt)) goto fail;
+    if (!add_overlaps(c, v, out, r, 1)) goto fail;
+    c = compaction_finish(c, v, o, s);
+    if (c) *busy = 0;
+    goto out;
+fail:
+    compaction_free(c);
+    c = NULL;
+out:
+    free(pick);
+    return c;
+}
+
 /* Unregister, clear marks, drop refs, free. */
 void compaction_release(compaction_state_t *s, compaction_t *c) {
     if (!c) return;

@@ -182,6 +182,15 @@ compaction_t *compaction_pick(version_t *v, const compaction_opts_t *o, compacti
  * compacted, or it conflicts with a compaction in s. Caller holds the db
  * mutex. */
 compaction_t *compaction_pick_level(version_t *v, int level, const compaction_opts_t *o, compaction_state_t *s);
+/* Manual compaction of the files of `level` (1..TDB_MAX_LEVELS-2) whose
+ * user keys meet [*lo, *hi] (NULL: open end) into the level below, with
+ * their overlaps there. At level 1, whose files may overlap each other,
+ * every file overlapping a chosen one is chosen too (transitively), so no
+ * older version is left above a newer one. NULL with *busy = 0 if no file
+ * meets the range; NULL with *busy = 1 if an input is being compacted or
+ * the pick conflicts with a compaction in s. Caller holds the db mutex. */
+compaction_t *compaction_pick_range(version_t *v, int level, const slice_t *lo, const slice_t *hi,
+                                    const compaction_opts_t *o, compaction_state_t *s, int *busy);
 /* Unregister c from s (the registry it was picked with; NULL if none),
  * clear being_compacted, drop input refs, free c. Caller holds the db
  * mutex. */

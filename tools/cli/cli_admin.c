@@ -1,8 +1,10 @@
 /*
  * cli_admin: compact, checkpoint, cf list|create|drop and repair, each one
- * library call (tdb_compact, tdb_checkpoint, tdb_list_cfs / tdb_create_cf /
- * tdb_drop_cf). repair says the library has none.
+ * library call (tdb_compact or tdb_compact_range, tdb_checkpoint,
+ * tdb_list_cfs / tdb_create_cf / tdb_drop_cf). repair says the library has
+ * none.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -15,11 +17,82 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* tidesdb compact [--cf NAME]. */
+/* Compact [lo, hi] (either NULL: open) of cf, or of every family if cf is
+ * NULL (tdb_compact_range). */
+static int compact_range(tdb_t *db, tdb_cf_t *cf, const cli_bytes_t *lo, const cli_bytes_t *hi) {
+    const void *l = lo->data, *h = hi->data;
+    if (cf) return tdb_compact_range(db, cf, l, lo->size, h, hi->size);
+    char **names = NULL;
+    size_t n = 0;
+    int rc = tdb_list_cfs(db, &names, &n);
+    for (size_t i = 0; i < n; i++) {
+        tdb_cf_t *c = NULL;
+        if (rc == TDB_OK) rc = tdb_get_cf(db, names[i], &c);
+        if (rc == TDB_OK) rc = tdb_compact_range(db, c, l, lo->size, h, hi->size);
+        tdb_free(names[i]);
+    }
+    tdb_free(names);
+    return rc;
+}
+
+/* Key order: bytewise, a shorter prefix first. */
+static int bytes_cmp(const cli_bytes_t *a, const cli_bytes_t *b) {
+    size_t m = a->size < b->size ? a->size : b->size;
+    int c = m ? memcmp(a->data, b->data, m) : 0;
+    if (c) return c;
+    return (a->size > b->size) - (a->size < b->size);
+}
+
+/* The inclusive bounds of --from/--to/--prefix (NULL data: open): lo is the
+ * larger of --from and --prefix, hi the smaller of --to and the first key
+ * after every key with the prefix. */
+static int compact_bounds(const cli_opts_t *o, cli_bytes_t *lo, cli_bytes_t *hi) {
+    cli_bytes_t p = {0}, pend = {0};
+    int rc = CLI_OK;
+    if (o->from) rc = cli_decode(o->from, o->key_fmt, "--from", lo);
+    if (rc == CLI_OK && o->to) rc = cli_decode(o->to, o->key_fmt, "--to", hi);
+    if (rc == CLI_OK && o->prefix) rc = cli_decode(o->prefix, o->key_fmt, "--prefix", &p);
+    if (rc == CLI_OK && p.data && p.size) {
+        size_t n = p.size;
+        while (n > 0 && (unsigned char)p.data[n - 1] == 0xff) n--;
+        if (n > 0) { /* else every key from the prefix on */
+            if (!(pend.data = (char *)malloc(n))) rc = cli_fail(CLI_ERR, "out of memory");
+            else {
+                memcpy(pend.data, p.data, n);
+                pend.data[n - 1]++;
+                pend.size = n;
+            }
+        }
+        if (rc == CLI_OK && (!lo->data || bytes_cmp(lo, &p) < 0)) {
+            free(lo->data);
+            *lo = p;
+            p.data = NULL;
+        }
+        if (rc == CLI_OK && pend.data && (!hi->data || bytes_cmp(&pend, hi) < 0)) {
+            free(hi->data);
+            *hi = pend;
+            pend.data = NULL;
+        }
+    }
+    free(p.data);
+    free(pend.data);
+    if (rc == CLI_OK && lo->data && hi->data && bytes_cmp(lo, hi) > 0)
+        rc = cli_fail(CLI_USAGE, "compact: the range is empty (--from is after --to)");
+    return rc;
+}
+
+/* tidesdb compact [--cf NAME] [--from K] [--to K] [--prefix P]. */
 int cli_compact(const cli_opts_t *o) {
-    if (o->from || o->to || o->prefix)
-        return cli_fail(CLI_USAGE, "compact: the library compacts whole column families only (tdb_compact); "
-                                   "--from, --to and --prefix are not supported");
+    cli_bytes_t lo = {0}, hi = {0};
+    const int ranged = o->from || o->to || o->prefix;
+    if (ranged) {
+        int brc = compact_bounds(o, &lo, &hi);
+        if (brc != CLI_OK) {
+            free(lo.data);
+            free(hi.data);
+            return brc;
+        }
+    }
     tdb_t *db = NULL;
     tdb_cf_t *cf = NULL;
     tdb_stats_t before, after;
@@ -27,7 +100,10 @@ int cli_compact(const cli_opts_t *o) {
     if (rc == CLI_OK && o->cf) rc = cli_cf(db, o, &cf);
     if (rc == CLI_OK && (rc = tdb_get_stats(db, cf, &before)) != TDB_OK) rc = cli_fail_tdb(rc, "stats");
     double t0 = now_s();
-    if (rc == CLI_OK && (rc = tdb_compact(db, cf)) != TDB_OK) rc = cli_fail_tdb(rc, "compact");
+    if (rc == CLI_OK && (rc = ranged ? compact_range(db, cf, &lo, &hi) : tdb_compact(db, cf)) != TDB_OK)
+        rc = cli_fail_tdb(rc, "compact");
+    free(lo.data);
+    free(hi.data);
     double secs = now_s() - t0;
     if (rc == CLI_OK && (rc = tdb_get_stats(db, cf, &after)) != TDB_OK) rc = cli_fail_tdb(rc, "stats");
     if (rc == CLI_OK) {

@@ -78,11 +78,13 @@ static const cli_cmd_t CMDS[] = {
      "  be read. On a log being written the last record may read as torn.\n",
      OPT_LIMIT | OPT_KEYS_ONLY | OPT_FORMAT, 1, 1, cli_dump_wal},
     {"compact", "compact one column family or all of them",
-     "tidesdb compact --db DIR [--cf NAME] [--json]\n"
+     "tidesdb compact --db DIR [--cf NAME] [--from K] [--to K] [--prefix P] [--key-format F] [--json]\n"
      "  Flushes the memtables and compacts the family (all families without\n"
-     "  --cf) fully down its levels (tdb_compact). The library compacts whole\n"
-     "  families only; --from/--to are refused.\n",
-     OPT_DB | OPT_CF | OPT_RANGE, 0, 0, cli_compact},
+     "  --cf) fully down its levels (tdb_compact). With --from/--to (inclusive)\n"
+     "  or --prefix only the table files holding keys of that range are pushed\n"
+     "  down to the last level (tdb_compact_range; a file straddling a bound\n"
+     "  moves whole).\n",
+     OPT_DB | OPT_CF | OPT_RANGE | OPT_FORMAT, 0, 0, cli_compact},
     {"checkpoint", "write a consistent copy of the database",
      "tidesdb checkpoint --db DIR [--json] DEST\n"
      "  A consistent copy in DEST (which must not exist, or be empty) through\n"
