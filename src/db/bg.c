@@ -452,7 +452,7 @@ int db_compact_cf_range(tdb_t *db, tdb_cf_t *cf, const slice_t *lo, const slice_
         int busy;
         compaction_t *c = compaction_pick_range(cf->current, level, lo, hi, &o, cf->compactions, &busy);
         if (!c) {
-            if (busy) { /* an input is being compacted: wait, retry the level */
+            if (busy && cf->compacting) { /* an input is being compacted: wait, retry the level */
                 pthread_cond_wait(&db->done_cv, &db->mu);
                 level--;
             }
@@ -467,36 +467,8 @@ int db_compact_cf_range(tdb_t *db, tdb_cf_t *cf, const slice_t *lo, const slice_
     return rc;
 }
 
-int db_compact_cf(tdb_t *db, tdb_cf_t *cf) {
-    int rc = TDB_OK;
-    pthread_mutex_lock(&db->mu);
-    for (int level = 1; level < TDB_MAX_LEVELS - 1 && rc == TDB_OK; level++) {
-        if (db->shutting_down || atomic_load(&cf->dropped)) break;
-        if (db->bg_error != TDB_OK) {
-            rc = tdb_err(TDB_ERR_READ_ONLY, "background error: %s", tdb_strerror(db->bg_error));
-            break;
-        }
-        int last = last_level(cf);
-        if (last == 0) break;
-        /* Stop once everything sits in one level >= 2 (or a lone level-1 file set went down). */
-        if (level >= last && level > 1) break;
-        if (version_num_files(cf->current, level) == 0) continue;
-        compaction_opts_t o = db_compaction_opts(cf);
-        compaction_t *c = compaction_pick_level(cf->current, level, &o, cf->compactions);
-        if (!c) { /* blocked by a compaction in progress: wait, retry the level */
-            if (!cf->compacting) continue;
-            pthread_cond_wait(&db->done_cv, &db->mu);
-            level--;
-            continue;
-        }
-        cf->compacting++;
-        db->bg_compact_running++;
-        rc = run_compaction(db, cf, c);
-        db->bg_compact_running--;
-    }
-    pthread_mutex_unlock(&db->mu);
-    return rc;
-}
+/* The whole family: every level's files, level by level. */
+int db_compact_cf(tdb_t *db, tdb_cf_t *cf) { return db_compact_cf_range(db, cf, NULL, NULL); }
 
 /* Background fsync of the WAL for families in TDB_SYNC_INTERVAL mode. */
 void *db_sync_thread(void *arg) {
