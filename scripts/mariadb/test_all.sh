@@ -8,7 +8,10 @@
 #   2 warehouses, 2 threads, 60 s, check) -> crash test (kill -9 during
 #   sysbench writes and during TPC-C) -> crash_tpcc (kill -9 at random
 #   moments of TPC-C, 3 cycles at the relaxed and 3 at the durable preset:
-#   acknowledged New-Orders present, go-tpc check) -> backup (backup.sh
+#   acknowledged New-Orders present, go-tpc check) -> diskfull (the
+#   engine's directory on a small tmpfs filled up: a bulk insert fails
+#   with a disk-full error, rolled back whole, the server serves on, inserts
+#   resume once space is freed, a restart keeps them) -> backup (backup.sh
 #   under a go-tpc load, restore.sh into a fresh server: counts at the
 #   backup point, go-tpc check, binlog replayed from the recorded position
 #   gives the source's checksums) -> repl (a primary and a GTID replica
@@ -77,6 +80,7 @@ step sysbench_rr_optimistic 300 1 env TIME="${SMOKE_TIME:-5}" ISOLATION=REPEATAB
 step tpcc 900 1 env TIME="${TPCC_TIME:-60s}" bash "$here/tpcc.sh"
 step crash 600 1 bash "$here/crash_test.sh"
 step crash_tpcc 400 1 bash "$here/crash_tpcc.sh"
+step diskfull 120 1 bash "$here/diskfull_test.sh"
 step backup 400 1 bash "$here/backup_test.sh"
 step repl 300 1 bash "$here/repl/repl_test.sh"
 step harness_smoke 600 1 bash "$here/harness_test.sh" --smoke
