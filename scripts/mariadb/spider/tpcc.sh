@@ -36,7 +36,7 @@ export WAREHOUSES THREADS TIME TIDESQL_NO_ROCKSDB=1
 ensure_gotpc
 
 result() { # tpmC prepare_seconds
-  echo "tpcc,$SHARDS,$WAREHOUSES,$THREADS,$TIME,$XA,$1,$2" >>"$SPIDER_DIR/out/results.csv"
+  echo "tpcc,$SHARDS,$WAREHOUSES,$THREADS,$TIME,$([ "$SHARDS" = 0 ] && echo - || echo "$XA"),$1,$2" >>"$SPIDER_DIR/out/results.csv"
 }
 tpmc_of() { sed -n 's/^tpmC: \([0-9.]*\),.*/\1/p' "$1" | tail -1; }
 
