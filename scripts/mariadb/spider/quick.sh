@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The quick Spider check of scripts/mariadb/test_all.sh (issue #21), 3-4
-# minutes on 2 cores (4 at a load average of 11): TPC-C through a Spider front over 2 TidesDB
-# shards (2 warehouses, 2 threads, TIME=10s, go-tpc's consistency check
+# The quick Spider check of scripts/mariadb/test_all.sh (issue #21), 100 s
+# on 2 cores (160 s at a load average of 13): TPC-C through a Spider front
+# over 2 TidesDB shards (2 warehouses, 2 threads, TIME=10s, go-tpc's consistency check
 # through the front, each shard holding only its warehouses), then the
 # cross-shard transaction cases of xa_test.sh. Longer runs: bench.sh.
 set -euo pipefail
