@@ -17,7 +17,10 @@
 #   gives the source's checksums) -> repl (a primary and a GTID replica
 #   under sysbench: tables agree; 3 kill -9 cycles of the primary: engine
 #   and binlog agree, the replica resumes and matches; 2 of the replica;
-#   a replica built from a hot backup) -> harness_smoke (each SQL benchmark
+#   a replica built from a hot backup) -> spider (TPC-C through a Spider
+#   front over 2 TidesDB shards, go-tpc check through the front; a
+#   cross-shard transaction with a shard killed before COMMIT, after its
+#   XA PREPARE and at its XA COMMIT) -> harness_smoke (each SQL benchmark
 #   harness for a few seconds on one engine) -> pgo (the PGO build: missing
 #   and stale profiles refused, a full --pgo build loads and serves).
 # Prints one line per step and a final "N passed, N failed"; exits non-zero
@@ -83,6 +86,7 @@ step crash_tpcc 400 1 bash "$here/crash_tpcc.sh"
 step diskfull 120 1 bash "$here/diskfull_test.sh"
 step backup 400 1 bash "$here/backup_test.sh"
 step repl 300 1 bash "$here/repl/repl_test.sh"
+step spider 300 1 bash "$here/spider/quick.sh"
 step harness_smoke 600 1 bash "$here/harness_test.sh" --smoke
 step pgo 600 1 bash "$here/pgo_test.sh"
 
