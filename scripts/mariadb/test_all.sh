@@ -26,7 +26,7 @@
 # Prints one line per step and a final "N passed, N failed"; exits non-zero
 # if any step failed. Logs: build/mariadb/test_all/<step>.log.
 # Environment: SKIP="step ..." to skip steps; SMOKE_TIME=5 TPCC_TIME=60s;
-# TOTAL_LIMIT=seconds bounds the whole run (default 1300): a step gets at
+# TOTAL_LIMIT=seconds bounds the whole run (default 1800): a step gets at
 # most what is left of it, a step with nothing left fails unrun.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -37,7 +37,7 @@ mkdir -p "$LOGS"
 passed=0
 failed=0
 broken=""   # a failed step the following ones need
-TOTAL_LIMIT="${TOTAL_LIMIT:-1300}"
+TOTAL_LIMIT="${TOTAL_LIMIT:-1800}"
 t_start=$SECONDS
 
 step() { # name timeout_seconds needs_build command...
