@@ -442,6 +442,39 @@ TEST_F(WalNoSpaceTest, RelogCarriesUnresolvedPrepares) {
     for (uint64_t i = 0; i <= 100; i++) EXPECT_EQ(Has(i), 1) << i;
 }
 
+// tdb_close with the WAL out of space: if space is back it relogs and
+// closes cleanly (a power loss right after keeps everything); if not, it
+// still closes but reports NO_SPACE (the unsynced writes are not durable),
+// and the next open replays what the log kept.
+TEST_F(WalNoSpaceTest, CloseRelogsOrReportsTheUnsyncedWrites) {
+    cfg_ = FaultConfig(TDB_SYNC_NONE);
+    for (bool space_back : {true, false}) {
+        SCOPED_TRACE(space_back ? "space back before close" : "still full at close");
+        Fresh();
+        OpenTwo();
+        for (uint64_t i = 0; i < 50; i++) ASSERT_EQ(Write(i), TDB_OK);
+        ASSERT_EQ(tdb_sync(db_), TDB_OK);
+        for (uint64_t i = 50; i < 100; i++) ASSERT_EQ(Write(i), TDB_OK);
+        fe_.Rule(FAULT_SYNC, TDB_ERR_NO_SPACE, ".log", 1, UINT64_MAX);
+        EXPECT_EQ(tdb_sync(db_), TDB_ERR_NO_SPACE);
+        if (space_back) fault_env_clear_rules(fe_.fe);
+        int rc = tdb_close(db_);
+        db_ = nullptr;
+        if (space_back) {
+            EXPECT_EQ(rc, TDB_OK) << tdb_last_error();
+        } else {
+            EXPECT_EQ(rc, TDB_ERR_NO_SPACE);
+            EXPECT_NE(std::string(tdb_last_error()).find("not yet durable"), std::string::npos) << tdb_last_error();
+        }
+        fault_env_power_loss(fe_.fe);
+        fault_env_revive(fe_.fe);
+        fault_env_clear_rules(fe_.fe);
+        OpenTwo();
+        uint64_t n = space_back ? 100 : 50;  // still full: the synced ones survive
+        for (uint64_t i = 0; i < n; i++) ASSERT_EQ(Has(i), 1) << i;
+    }
+}
+
 // A power loss at every step of the relog (the new log's creation, its
 // appends, its fsync, the removal of the old logs), with the loss of all
 // unsynced data (odd steps) or of a random part of it (even steps): the database opens, keeps at

@@ -203,7 +203,11 @@ TDB_API int tdb_open(const char *path, const tdb_config_t *cfg, tdb_t **out);
 /* Flush nothing, wait for background work to stop, release every
  * resource. Handles derived from db (cf, iterators, snapshots) must not be
  * used afterwards. Data already acknowledged stays durable per its mode;
- * unflushed memtables are recovered from the WAL on the next open. */
+ * unflushed memtables are recovered from the WAL on the next open. The
+ * handle is released whatever it returns: TDB_ERR_NO_SPACE if the WAL
+ * could not be synced because the disk is still full (writes acknowledged
+ * since the last sync are then not durable; the next open replays what
+ * the log kept), the sticky error if there was one. */
 TDB_API int tdb_close(tdb_t *db);
 
 /* The "default" column family always exists and cannot be dropped. */

@@ -473,9 +473,21 @@ err:
 int tdb_close(tdb_t *db) {
     if (!db) return tdb_err(TDB_ERR_INVALID_ARG, "database handle is NULL");
     db_log(db, TDB_LOG_INFO, "closing %s", db->path);
+    /* A WAL left out of space is synced (relogged, db/switch.c) now if
+     * space is back: the close's own sync of a failed log cannot. */
+    pthread_mutex_lock(&db->mu);
+    bool full = db->wal_nospace && db->bg_error == TDB_OK;
+    pthread_mutex_unlock(&db->mu);
+    int sync_rc = full ? tdb_sync(db) : TDB_OK;
+    char detail[512] = "";
+    if (sync_rc != TDB_OK) snprintf(detail, sizeof detail, "%s", tdb_last_error());
     /* Background jobs may still set bg_error until they are stopped. */
     db_stop_background(db);
     int rc = tdb_bg_error(db);
     db_destroy(db);
-    return rc == TDB_OK ? TDB_OK : tdb_err(rc, "database closed after a background error");
+    if (rc != TDB_OK) return tdb_err(rc, "database closed after a background error");
+    if (sync_rc != TDB_OK)
+        return tdb_err(sync_rc, "database closed, but its WAL could not be synced (%s): writes acknowledged since "
+                                "the last sync are in the log, replayed by the next open, not yet durable", detail);
+    return TDB_OK;
 }
