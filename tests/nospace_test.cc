@@ -475,6 +475,23 @@ TEST_F(WalNoSpaceTest, CloseRelogsOrReportsTheUnsyncedWrites) {
     }
 }
 
+// An append out of space leaves a torn log that is cut back and synced at
+// once: nothing to relog. tdb_sync and tdb_close succeed while the disk is
+// still full, and a power loss keeps every acknowledged write.
+TEST_F(WalNoSpaceTest, TornLogNeedsNoRelog) {
+    cfg_ = FaultConfig(TDB_SYNC_NONE);
+    OpenTwo();
+    for (uint64_t i = 0; i < 50; i++) ASSERT_EQ(Write(i), TDB_OK);
+    fe_.Rule(FAULT_APPEND, TDB_ERR_NO_SPACE, ".log", 1, UINT64_MAX, 0, 1);
+    EXPECT_EQ(Write(50), TDB_ERR_NO_SPACE);
+    EXPECT_EQ(tdb_sync(db_), TDB_OK) << tdb_last_error();
+    EXPECT_EQ(tdb_close(db_), TDB_OK) << tdb_last_error();
+    db_ = nullptr;
+    ReopenTwo(true);
+    for (uint64_t i = 0; i < 50; i++) ASSERT_EQ(Has(i), 1) << i;
+    EXPECT_EQ(Has(50), 0);
+}
+
 // A power loss at every step of the relog (the new log's creation, its
 // appends, its fsync, the removal of the old logs), with the loss of all
 // unsynced data (odd steps) or of a random part of it (even steps): the database opens, keeps at

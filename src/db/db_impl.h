@@ -374,6 +374,8 @@ int db_rotate_wal(tdb_t *db);
  * (mu held, as leader or exclusive writer); a log whose fsync failed is
  * replaced by a relog of the memtables (db/switch.c). */
 int db_resume_wal_after_nospace(tdb_t *db);
+/* The current WAL's fsync ran out of space: it needs a relog (mu held). */
+bool db_wal_failed_full_locked(tdb_t *db);
 /* Move cf's active memtable to the immutable queue (under mu, as leader). */
 int db_switch_memtable(tdb_t *db, tdb_cf_t *cf);
 /* Append records to the WAL, fsync if `sync` (wal_mu held); *nospace: out

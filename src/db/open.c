@@ -476,7 +476,7 @@ int tdb_close(tdb_t *db) {
     /* A WAL left out of space is synced (relogged, db/switch.c) now if
      * space is back: the close's own sync of a failed log cannot. */
     pthread_mutex_lock(&db->mu);
-    bool full = db->wal_nospace && db->bg_error == TDB_OK;
+    bool full = db_wal_failed_full_locked(db);
     pthread_mutex_unlock(&db->mu);
     int sync_rc = full ? tdb_sync(db) : TDB_OK;
     char detail[512] = "";

@@ -305,6 +305,16 @@ int db_resume_wal_after_nospace(tdb_t *db) {
     return TDB_OK;
 }
 
+/* The current WAL's fsync ran out of space, so it needs a relog before it
+ * can be synced again (mu held; a torn log, cut and synced, needs none). */
+bool db_wal_failed_full_locked(tdb_t *db) {
+    if (!db->wal_nospace || db->bg_error != TDB_OK || !db->wal) return false;
+    pthread_mutex_lock(&db->wal_mu);
+    bool failed = wal_writer_error(db->wal) == TDB_ERR_NO_SPACE;
+    pthread_mutex_unlock(&db->wal_mu);
+    return failed;
+}
+
 /* Move cf's active memtable to the immutable queue (mu held, as leader). */
 int db_switch_memtable(tdb_t *db, tdb_cf_t *cf) {
     int rc = TDB_OK;

@@ -73,10 +73,10 @@ int tdb_sync(tdb_t *db) {
     if (!db) return tdb_err(TDB_ERR_INVALID_ARG, "database handle is NULL");
     int rc = TDB_OK;
     pthread_mutex_lock(&db->mu);
-    if (db->wal_nospace && db->bg_error == TDB_OK) { /* continue in a new log first, as the next write would */
+    if (db_wal_failed_full_locked(db)) { /* relog first, as the next write would (db/switch.c) */
         writer_t ex;
         db_enter_exclusive(db, &ex);
-        if (db->wal_nospace && db->bg_error == TDB_OK) rc = db_resume_wal_after_nospace(db);
+        if (db_wal_failed_full_locked(db)) rc = db_resume_wal_after_nospace(db);
         db_exit_exclusive(db, &ex);
     }
     pthread_mutex_unlock(&db->mu);
