@@ -8,7 +8,6 @@
 package main
 
 import (
-	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,68 +20,8 @@ import (
 	"time"
 
 	tidesdb "tidesdb/bindings/go"
+	"tidesdb/bindings/go/internal/benchkeys"
 )
-
-// rng is tdb_bench's xoshiro256** seeded by splitmix64 (bench_keys.c).
-type rng struct{ s [4]uint64 }
-
-func newRng(seed uint64) *rng {
-	r := &rng{}
-	for i := range r.s {
-		seed += 0x9e3779b97f4a7c15
-		z := seed
-		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-		r.s[i] = z ^ (z >> 31)
-	}
-	return r
-}
-
-func (r *rng) next() uint64 {
-	s := &r.s
-	out := bits.RotateLeft64(s[1]*5, 7) * 9
-	t := s[1] << 17
-	s[2] ^= s[0]
-	s[3] ^= s[1]
-	s[1] ^= s[2]
-	s[0] ^= s[3]
-	s[2] ^= t
-	s[3] = bits.RotateLeft64(s[3], 45)
-	return out
-}
-
-func (r *rng) uniform(n uint64) uint64 {
-	hi, _ := bits.Mul64(r.next(), n)
-	return hi
-}
-
-// keyEncode is tdb_bench's key: 8 big-endian bytes, then '0' padding.
-func keyEncode(buf []byte, i uint64) {
-	binary.BigEndian.PutUint64(buf, i)
-	for j := 8; j < len(buf); j++ {
-		buf[j] = '0'
-	}
-}
-
-// valuePool is tdb_bench's: 100-byte chunks of 50 random printable bytes,
-// each followed by a copy of itself (compresses about 2:1).
-func valuePool(valueSize int, seed uint64) []byte {
-	size := 1 << 20
-	for size < 4*valueSize {
-		size *= 2
-	}
-	p := make([]byte, size)
-	r := newRng(seed ^ 0x76616c7565)
-	for off := 0; off < size; off += 100 {
-		chunk := min(size-off, 100)
-		half := (chunk + 1) / 2
-		for i := 0; i < half; i++ {
-			p[off+i] = byte(' ' + r.uniform(95))
-		}
-		copy(p[off+half:off+chunk], p[off:off+chunk-half])
-	}
-	return p
-}
 
 // hist bins latencies: 8 sub-buckets per power of two of nanoseconds.
 type hist struct {
@@ -160,7 +99,7 @@ func main() {
 	o.DefaultCF.BlockSize = 4096
 
 	dir := filepath.Join(*dbDir, "tidesdb-go")
-	pool := valuePool(*valueSize, *seed)
+	pool := benchkeys.ValuePool(*valueSize, *seed)
 	var db *tidesdb.DB
 	var results []result
 	fail := func(what string, err error) {
@@ -184,12 +123,12 @@ func main() {
 			if db, err = tidesdb.Open(dir, &o); err != nil {
 				fail("open", err)
 			}
-			r := newRng(stepSeed)
-			pos := int(r.next() % uint64(len(pool)))
+			r := benchkeys.NewRng(stepSeed)
+			pos := int(r.Next() % uint64(len(pool)))
 			cpu0, t0 := cpuNs(), time.Now()
 			prev := t0
 			for i := uint64(0); i < *num; i++ {
-				keyEncode(key, r.uniform(*num))
+				benchkeys.KeyEncode(key, r.Uniform(*num))
 				if pos+*valueSize > len(pool) {
 					pos = 0
 				}
@@ -225,11 +164,11 @@ func main() {
 				fail("warm", err)
 			}
 			it.Close()
-			r := newRng(stepSeed)
+			r := benchkeys.NewRng(stepSeed)
 			cpu0, t0 := cpuNs(), time.Now()
 			prev := t0
 			for i := uint64(0); i < *reads; i++ {
-				keyEncode(key, r.uniform(*num))
+				benchkeys.KeyEncode(key, r.Uniform(*num))
 				_, err := db.Get(key)
 				if err == nil {
 					res.found++

@@ -108,12 +108,10 @@ package main
 import "C"
 
 import (
-	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
 	"math"
-	"math/bits"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -124,66 +122,8 @@ import (
 	"unsafe"
 
 	tidesdb "tidesdb/bindings/go"
+	"tidesdb/bindings/go/internal/benchkeys"
 )
-
-// rng is tdb_bench's xoshiro256** seeded by splitmix64 (bench_keys.c).
-type rng struct{ s [4]uint64 }
-
-func newRng(seed uint64) *rng {
-	r := &rng{}
-	for i := range r.s {
-		seed += 0x9e3779b97f4a7c15
-		z := seed
-		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-		r.s[i] = z ^ (z >> 31)
-	}
-	return r
-}
-
-func (r *rng) next() uint64 {
-	s := &r.s
-	out := bits.RotateLeft64(s[1]*5, 7) * 9
-	t := s[1] << 17
-	s[2] ^= s[0]
-	s[3] ^= s[1]
-	s[1] ^= s[2]
-	s[0] ^= s[3]
-	s[2] ^= t
-	s[3] = bits.RotateLeft64(s[3], 45)
-	return out
-}
-
-func (r *rng) uniform(n uint64) uint64 {
-	hi, _ := bits.Mul64(r.next(), n)
-	return hi
-}
-
-func keyEncode(buf []byte, i uint64) {
-	binary.BigEndian.PutUint64(buf, i)
-	for j := 8; j < len(buf); j++ {
-		buf[j] = '0'
-	}
-}
-
-// valuePool is tdb_bench's value pool (compresses about 2:1).
-func valuePool(valueSize int, seed uint64) []byte {
-	size := 1 << 20
-	for size < 4*valueSize {
-		size *= 2
-	}
-	p := make([]byte, size)
-	r := newRng(seed ^ 0x76616c7565)
-	for off := 0; off < size; off += 100 {
-		chunk := min(size-off, 100)
-		half := (chunk + 1) / 2
-		for i := 0; i < half; i++ {
-			p[off+i] = byte(' ' + r.uniform(95))
-		}
-		copy(p[off+half:off+chunk], p[off:off+chunk-half])
-	}
-	return p
-}
 
 func fail(what string, err error) {
 	fmt.Fprintf(os.Stderr, "tdbgo_overhead: %s: %v\n", what, err)
@@ -244,7 +184,7 @@ func main() {
 	defer gdb.Close()
 	defer C.tdb_close(cdb)
 
-	pool := valuePool(*valueSize, *seed)
+	pool := benchkeys.ValuePool(*valueSize, *seed)
 	poolC := C.CBytes(pool)
 	defer C.free(poolC)
 	ks, vs := *keySize, *valueSize
@@ -252,11 +192,11 @@ func main() {
 	// The key sequences of tdb_bench's fillrandom (step 0) and readrandom
 	// (step 1) with one thread.
 	keys := func(step uint64) ([]uint64, uint64) {
-		r := newRng(*seed*1000003 + step*1009)
-		first := r.next() // fillrandom's value cursor start
+		r := benchkeys.NewRng(*seed*1000003 + step*1009)
+		first := r.Next() // fillrandom's value cursor start
 		idx := make([]uint64, *num)
 		for i := range idx {
-			idx[i] = r.uniform(uint64(*num))
+			idx[i] = r.Uniform(uint64(*num))
 		}
 		return idx, first
 	}
@@ -285,7 +225,7 @@ func main() {
 	runGo := func(lo, hi int) {
 		t0, c0, g0 := time.Now(), C.thread_cpu_ns(), gcSeconds()
 		for _, i := range idx[lo:hi] {
-			keyEncode(key, i)
+			benchkeys.KeyEncode(key, i)
 			if gpos+vs > len(pool) {
 				gpos = 0
 			}
@@ -334,7 +274,7 @@ func main() {
 	runGo = func(lo, hi int) {
 		t0, c0, g0 := time.Now(), C.thread_cpu_ns(), gcSeconds()
 		for _, i := range idx[lo:hi] {
-			keyEncode(key, i)
+			benchkeys.KeyEncode(key, i)
 			if _, err := gdb.Get(key); err == nil {
 				foundGo++
 			} else if !errors.Is(err, tidesdb.ErrNotFound) {
