@@ -19,6 +19,9 @@
 
 #include "row_format.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 #include <vector>
 
 namespace tidesql {
@@ -43,8 +46,14 @@ struct IterGuard {
 }  // namespace
 
 /* One finding: a warning row of CHECK TABLE. */
-static void check_warn(THD *thd, const char *fmt, const char *a, ulonglong n, ulonglong m) {
-  push_warning_printf(thd, Sql_condition::WARN_LEVEL_WARN, ER_NOT_KEYFILE, fmt, a, n, m);
+static void check_warn(THD *thd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check_warn(THD *thd, const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  push_warning(thd, Sql_condition::WARN_LEVEL_WARN, ER_NOT_KEYFILE, buf);
 }
 
 /* Count the entries of one family at snap (checksums verified by the
@@ -74,7 +83,7 @@ int ha_tidesdb::check(THD *thd, HA_CHECK_OPT *opt) {
     IterGuard g;
     int rc = tdb_iter_create(g_db, data_cf(), view.snap, &g.it);
     if (rc != TDB_OK) {
-      push_warning_printf(thd, Sql_condition::WARN_LEVEL_WARN, ER_NOT_KEYFILE, "TidesDB: rows: %s",
+      check_warn(thd, "TidesDB: rows: %s",
                           tdb_last_error());
       return HA_ADMIN_CORRUPT;
     }
@@ -104,7 +113,7 @@ int ha_tidesdb::check(THD *thd, HA_CHECK_OPT *opt) {
         if (r == TDB_ERR_NOT_FOUND) {
           missing[i]++;
         } else if (r != TDB_OK) {
-          push_warning_printf(thd, Sql_condition::WARN_LEVEL_WARN, ER_NOT_KEYFILE, "TidesDB: index %s: %s",
+          check_warn(thd, "TidesDB: index %s: %s",
                               table->key_info[i].name.str, tdb_last_error());
           tdb_free(got);
           tmp_restore_column_map(&table->read_set, old_read);
@@ -119,12 +128,11 @@ int ha_tidesdb::check(THD *thd, HA_CHECK_OPT *opt) {
     if (thd_killed(thd)) return HA_ADMIN_FAILED;
     rc = tdb_iter_status(g.it);
     if (rc != TDB_OK) {
-      push_warning_printf(thd, Sql_condition::WARN_LEVEL_WARN, ER_NOT_KEYFILE,
-                          "TidesDB: rows: %s (after %llu rows)", tdb_last_error(), rows);
+      check_warn(thd, "TidesDB: rows: %s (after %llu rows)", tdb_last_error(), rows);
       return HA_ADMIN_CORRUPT;
     }
     if (undecodable) {
-      check_warn(thd, "TidesDB: %s%llu of %llu rows cannot be decoded", "", undecodable, rows);
+      check_warn(thd, "TidesDB: %llu of %llu rows cannot be decoded", undecodable, rows);
       corrupt = true;
     }
   }
@@ -136,7 +144,7 @@ int ha_tidesdb::check(THD *thd, HA_CHECK_OPT *opt) {
     ulonglong entries = 0;
     int rc = count_family(index_cf(i), view.snap, &entries);
     if (rc != TDB_OK) {
-      push_warning_printf(thd, Sql_condition::WARN_LEVEL_WARN, ER_NOT_KEYFILE, "TidesDB: index %s: %s", name,
+      check_warn(thd, "TidesDB: index %s: %s", name,
                           tdb_last_error());
       return HA_ADMIN_CORRUPT;
     }
