@@ -125,6 +125,10 @@ PyObject *tdbpy_raise(int rc);
 PyObject *tdbpy_raise_msg(int rc, const char *msg);
 int tdbpy_check(int rc); /* 0 if TDB_OK, else raises and returns -1 */
 int tdbpy_buffer(PyObject *o, Py_buffer *view, const char *what);
+/* Both buffers of a put (key, value), or neither: 0, or -1 with an
+ * exception set and nothing held. tdbpy_release_kv releases them. */
+int tdbpy_key_value(PyObject *key, PyObject *value, Py_buffer *k, Py_buffer *v);
+void tdbpy_release_kv(Py_buffer *k, Py_buffer *v);
 int tdbpy_parse(const char *fname, PyObject *const *args, Py_ssize_t nargs,
                 PyObject *kwnames, const char *const *names, int nnames, int nrequired,
                 PyObject **out);

@@ -58,15 +58,10 @@ static PyObject *Batch_put(BatchObject *self, PyObject *const *args, Py_ssize_t 
         tdbpy_resolve_cf(self->db, a[2], &cf) < 0)
         return NULL;
     Py_buffer k, v;
-    if (tdbpy_buffer(a[0], &k, "key") < 0)
+    if (tdbpy_key_value(a[0], a[1], &k, &v) < 0)
         return NULL;
-    if (tdbpy_buffer(a[1], &v, "value") < 0) {
-        PyBuffer_Release(&k);
-        return NULL;
-    }
     int rc = tdb_batch_put(self->b, cf, k.buf, (size_t)k.len, v.buf, (size_t)v.len, ttl);
-    PyBuffer_Release(&k);
-    PyBuffer_Release(&v);
+    tdbpy_release_kv(&k, &v);
     if (tdbpy_check(rc) < 0)
         return NULL;
     Py_RETURN_NONE;

@@ -281,17 +281,12 @@ static PyObject *DB_put(DBObject *self, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     Py_buffer k, v;
     int rc = -1;
-    if (tdbpy_resolve_cf(self, a[2], &cf) < 0 || tdbpy_buffer(a[0], &k, "key") < 0)
+    if (tdbpy_resolve_cf(self, a[2], &cf) < 0 || tdbpy_key_value(a[0], a[1], &k, &v) < 0)
         goto out;
-    if (tdbpy_buffer(a[1], &v, "value") < 0) {
-        PyBuffer_Release(&k);
-        goto out;
-    }
     Py_BEGIN_ALLOW_THREADS
     rc = tdb_put(self->db, cf, k.buf, (size_t)k.len, v.buf, (size_t)v.len, ttl);
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&k);
-    PyBuffer_Release(&v);
+    tdbpy_release_kv(&k, &v);
     if (rc != TDB_OK)
         tdbpy_raise(rc);
 out:

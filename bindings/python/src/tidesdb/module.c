@@ -113,6 +113,23 @@ int tdbpy_buffer(PyObject *o, Py_buffer *view, const char *what)
     return -1;
 }
 
+int tdbpy_key_value(PyObject *key, PyObject *value, Py_buffer *k, Py_buffer *v)
+{
+    if (tdbpy_buffer(key, k, "key") < 0)
+        return -1;
+    if (tdbpy_buffer(value, v, "value") < 0) {
+        PyBuffer_Release(k);
+        return -1;
+    }
+    return 0;
+}
+
+void tdbpy_release_kv(Py_buffer *k, Py_buffer *v)
+{
+    PyBuffer_Release(k);
+    PyBuffer_Release(v);
+}
+
 /* Match vectorcall arguments to parameter names: out[i] is a borrowed
  * reference or NULL when not given. */
 int tdbpy_parse(const char *fname, PyObject *const *args, Py_ssize_t nargs,

@@ -117,12 +117,8 @@ static PyObject *Txn_put(TxnObject *self, PyObject *const *args, Py_ssize_t narg
         tdbpy_resolve_cf(self->base.db, a[2], &cf) < 0)
         return NULL;
     Py_buffer k, v;
-    if (tdbpy_buffer(a[0], &k, "key") < 0)
+    if (tdbpy_key_value(a[0], a[1], &k, &v) < 0)
         return NULL;
-    if (tdbpy_buffer(a[1], &v, "value") < 0) {
-        PyBuffer_Release(&k);
-        return NULL;
-    }
     int rc = -1;
     if (txn_begin_call(self) == 0) {
         tdb_txn_t *t = self->txn;
@@ -133,8 +129,7 @@ static PyObject *Txn_put(TxnObject *self, PyObject *const *args, Py_ssize_t narg
         if (rc != TDB_OK)
             tdbpy_raise(rc);
     }
-    PyBuffer_Release(&k);
-    PyBuffer_Release(&v);
+    tdbpy_release_kv(&k, &v);
     if (rc != TDB_OK)
         return NULL;
     Py_RETURN_NONE;
