@@ -65,6 +65,8 @@
 
 namespace tidesql {
 
+struct OnlineLog; /* online_log.h */
+
 /* A table's mapping and shared counters. */
 struct TableDef {
   std::string name; /* "db/table" */
@@ -91,6 +93,12 @@ struct TableDef {
   /* Size estimate cache (bytes of the data family and of all others). */
   ulonglong size_time = 0;
   uint64_t data_bytes = 0, index_bytes = 0;
+
+  /* ADD INDEX with LOCK=NONE (online_log.h): while set, every writer of
+   * the table records its rows in online_log (guarded by online_mu). */
+  std::atomic<bool> online_on{false};
+  std::mutex online_mu;
+  std::shared_ptr<OnlineLog> online_log;
 
   tdb_cf_t *data_cf(uint primary_key) const {
     return hidden_pk ? cfs[nkeys] : cfs[primary_key];

@@ -147,6 +147,7 @@ class ha_tidesdb : public handler {
   void load_counters();
   /* ha_tidesdb_alter.cc */
   int build_indexes(TABLE *altered, TdbAlterCtx *ctx);
+  int catch_up(TABLE *altered, TdbAlterCtx *ctx, bool final, size_t *left);
   /* ha_tidesdb_lock.cc */
   void serializable_reads(THD *thd);
   /* ha_tidesdb_stats.cc */
@@ -181,6 +182,7 @@ class ha_tidesdb : public handler {
   bool must_check_unique() const;
   void bump_autoinc(const uchar *rec);
   int maybe_bulk_commit();
+  void log_online(const std::string &pk, const uchar *before);
 
   THR_LOCK_DATA m_lock;
   TdbShare *m_share = NULL;

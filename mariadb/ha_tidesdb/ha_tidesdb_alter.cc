@@ -23,10 +23,25 @@
  *    INDEX (not the primary key; its family is dropped after the commit),
  *    RENAME TO, ADD COLUMN after the last column (plain types, constant
  *    default: cannot_add_columns) — and any mix of these.
- *  INPLACE (NOCOPY, LOCK=SHARED): ADD INDEX / ADD UNIQUE (not the primary
+ *  INPLACE (NOCOPY, LOCK=NONE): ADD INDEX / ADD UNIQUE (not the primary
  *    key; ADD UNIQUE not under ALTER IGNORE, which drops duplicate rows),
- *    with any INSTANT change. Writes are blocked while the index is
- *    built from the data family; LOCK=NONE is refused with the reason.
+ *    with any INSTANT change. HA_ALTER_INPLACE_NOCOPY_NO_LOCK: the server
+ *    holds the exclusive metadata lock in prepare and commit only; in
+ *    between (the build, under MDL_SHARED_UPGRADABLE) reads and writes go
+ *    on. LOCK=SHARED / EXCLUSIVE, when asked, block them for the whole
+ *    ALTER as MariaDB documents.
+ *
+ * Online index build (LOCK=NONE), in three steps:
+ *  prepare (no writer running): install the table's change log
+ *    (online_log.h), then take the build snapshot;
+ *  inplace (writes go on): write the index entries of every row of the
+ *    snapshot into the new family, then catch-up passes (catch_up);
+ *  commit (no writer running): a final catch-up pass over every primary
+ *    key left, sync, then the dictionary switch (invariants 2-3).
+ *  A catch-up pass makes the index agree, for each logged primary key,
+ *  with the latest committed row: it deletes the keys the row's logged
+ *  versions had that are not its key now and puts its key now. It needs
+ *  no order among the writes and may run again on the same key.
  *  Everything else: HA_ALTER_INPLACE_NOT_SUPPORTED (with a reason where
  *    it is ours: table options, key changes, index limits), so that
  *    ALGORITHM=INSTANT/INPLACE/NOCOPY is an error and the default copies.
@@ -43,14 +58,34 @@
  *     .frm's version, which recovery compares (alter_check_version) to
  *     keep the .frm that matches.
  *  3. A new index's rows are durable (tdb_sync) before the record lists it.
+ *  4. Every write that the build snapshot does not hold is in the change
+ *     log: the log is installed before the snapshot is taken, both under
+ *     the exclusive metadata lock (no write in flight), and a writer logs
+ *     before its transaction commits (online_log.h).
+ *  5. After the final catch-up pass (no writer) each logged primary key
+ *     has exactly its current key in each new index: every key a row
+ *     held since the snapshot is the snapshot's (deleted as the first
+ *     logged version), a logged version, or one a pass put (remembered
+ *     until a pass runs after all its writers ended); a unique-form key
+ *     (no primary key inside) is deleted only if its entry holds this
+ *     row. Rows never logged did not change since the snapshot.
+ *  6. A UNIQUE key whose entry holds another row is a duplicate only if
+ *     both rows hold it in one snapshot: the ALTER then fails with
+ *     ER_DUP_ENTRY (invariant 1 leaves the table as it was, the writes
+ *     made meanwhile stay). Otherwise the other row's entry is stale and
+ *     is overwritten. A change log past tidesdb_online_alter_log_size
+ *     fails the ALTER, never a writer.
  */
 #include "ha_tidesdb.h"
 
+#include "online_log.h"
 #include "row_format.h"
+#include "trx.h"
 
 #include <string.h>
 
 #include <set>
+#include <unordered_map>
 
 namespace tidesql {
 
@@ -79,7 +114,25 @@ class TdbAlterCtx : public inplace_alter_handler_ctx {
   bool add_columns = false; /* columns appended: V1 rows keep the old layout */
   RowLayout old_rows;       /* what a V1 row holds now */
   bool committed = false;
+  /* Online build (LOCK=NONE): the table whose writers log, their log, the
+   * build's snapshot (taken after the log was installed: invariant 4) and
+   * the primary keys still to be checked again (catch_up). */
+  TableDefPtr def;
+  std::shared_ptr<OnlineLog> log;
+  tdb_snapshot_t *snap = NULL;
+  struct PkState {
+    std::vector<std::set<std::string>> keys; /* per added index: keys it may hold for this row */
+    std::set<uint64_t> txns;                 /* writers that logged it, maybe still running */
+  };
+  std::unordered_map<std::string, PkState> known;
+  void end_online() {
+    if (def) online_log_stop(def.get());
+    log.reset();
+    if (snap) tdb_snapshot_release(g_db, snap);
+    snap = NULL;
+  }
   ~TdbAlterCtx() override {
+    end_online();
     /* Never committed (an error before commit(false) was called): invariant 1. */
     if (!committed && !added_names.empty()) dict_alter_drop_families(added_names);
   }
@@ -251,9 +304,10 @@ enum_alter_inplace_result ha_tidesdb::check_if_supported_inplace_alter(TABLE *al
     }
   }
   if (!adds) return HA_ALTER_INPLACE_INSTANT;
-  /* Reported if LOCK=NONE was asked. */
-  info->unsupported_reason = "TidesDB builds a new index with writes blocked (LOCK=SHARED)";
-  return HA_ALTER_INPLACE_NOCOPY_LOCK;
+  /* Exclusive metadata lock in prepare and commit only (invariants 4-6);
+   * the reason is reported if ALGORITHM=INSTANT was asked. */
+  info->unsupported_reason = "TidesDB builds a new index from the table's rows (ALGORITHM=INPLACE, LOCK=NONE)";
+  return HA_ALTER_INPLACE_NOCOPY_NO_LOCK;
 }
 
 /* Decide the new family list; create the families of added indexes. */
@@ -285,6 +339,16 @@ bool ha_tidesdb::prepare_inplace_alter_table(TABLE *altered_table, Alter_inplace
     print_error(err, MYF(0));
     return true;
   }
+  if (!ctx->added.empty()) {
+    /* Invariant 4: writers log from now on (no writer is running: this
+     * phase holds the exclusive metadata lock), then the build snapshot. */
+    ctx->def = m_def;
+    ctx->log = online_log_start(m_def.get(), (size_t)sysvars_online_alter_log_size());
+    if (!(ctx->snap = tdb_snapshot_create(g_db))) {
+      print_error(HA_ERR_OUT_OF_MEM, MYF(0));
+      return true;
+    }
+  }
   size_t a = 0;
   for (uint j = 0; j < altered_table->s->keys; j++)
     ctx->cf_names.push_back(old_of_new[j] < 0 ? ctx->added_names[a++] : old_names[old_of_new[j]]);
@@ -295,13 +359,85 @@ bool ha_tidesdb::prepare_inplace_alter_table(TABLE *altered_table, Alter_inplace
   return false;
 }
 
-/* Build the added indexes from a snapshot of the data family
- * (writes are blocked: LOCK=SHARED). */
+/* Catch-up passes while writes go on (inplace phase), stopping early once
+ * fewer primary keys than CATCHUP_FINAL_MAX are left for the final pass
+ * (commit, writes blocked). */
+static const int CATCHUP_PASSES = 8;
+static const size_t CATCHUP_FINAL_MAX = 1000;
+/* catch_up's error was reported already (my_error). */
+static const int ERR_REPORTED = -2;
+
+/* How the added indexes' entries are formed from a row of the new table
+ * (layout in row_format.h). */
+class NewEntries {
+ public:
+  NewEntries(TABLE *altered, const TdbAlterCtx *ctx, bool hidden_pk) : m_t(altered) {
+    m_codecs.resize(ctx->added.size());
+    for (size_t i = 0; i < ctx->added.size(); i++) {
+      m_keys.push_back(&altered->key_info[ctx->added[i]]);
+      m_codecs[i].init(m_keys[i]);
+    }
+    m_pki = hidden_pk ? NULL : &altered->key_info[altered->s->primary_key];
+  }
+  size_t size() const { return m_keys.size(); }
+  KEY *key_info(size_t i) const { return m_keys[i]; }
+  /* Key (and value if val) of index i for the row rec with primary key
+   * pk. True if the key is the unique form, which holds no primary key. */
+  bool entry(size_t i, const uchar *rec, const std::string &pk, std::string *key, std::string *val) const {
+    KEY *ki = m_keys[i];
+    key->resize(m_codecs[i].full_len());
+    bool has_null = m_codecs[i].encode(m_t, rec, m_codecs[i].parts(), (uchar *)&(*key)[0]);
+    bool unique = (ki->flags & HA_NOSAME) && !has_null;
+    if (!unique) key->append(pk);
+    if (val) {
+      val->resize(pk.size() + ki->key_length + (m_pki ? m_pki->key_length : 0));
+      uchar *p = (uchar *)&(*val)[0];
+      memcpy(p, pk.data(), pk.size());
+      p += pk.size();
+      key_copy(p, rec, ki, ki->key_length, true);
+      if (m_pki) key_copy(p + ki->key_length, rec, m_pki, m_pki->key_length, true);
+    }
+    return unique;
+  }
+
+ private:
+  TABLE *m_t;
+  std::vector<KEY *> m_keys;
+  std::vector<IndexCodec> m_codecs;
+  KEY *m_pki;
+};
+
+/* Row pk of the data family cf (snap NULL: the latest committed version)
+ * unpacked into rec as a row of the new table; buf keeps its bytes. 0,
+ * HA_ERR_KEY_NOT_FOUND or an error. */
+static int read_new_row(TABLE *altered, tdb_cf_t *cf, const tdb_snapshot_t *snap, const std::string &pk,
+                        std::string *buf, uchar *rec, const RowLayout *old_rows) {
+  void *v;
+  size_t vl;
+  int rc = tdb_get(g_db, cf, snap, pk.data(), pk.size(), &v, &vl);
+  if (rc == TDB_ERR_NOT_FOUND) return HA_ERR_KEY_NOT_FOUND;
+  if (rc != TDB_OK) return map_tdb_error(rc);
+  buf->assign((const char *)v, vl);
+  tdb_free(v);
+  memcpy(rec, altered->s->default_values, altered->s->reclength);
+  return row_unpack(altered, (const uchar *)buf->data(), buf->size(), rec, old_rows);
+}
+
+/* Build the added indexes from the snapshot taken in prepare, then catch
+ * up with the writes made meanwhile (invariants 4-6), which go on. */
 bool ha_tidesdb::inplace_alter_table(TABLE *altered_table, Alter_inplace_info *info) {
   TdbAlterCtx *ctx = static_cast<TdbAlterCtx *>(info->handler_ctx);
   if (!ctx || ctx->added.empty()) return false;
   int err = build_indexes(altered_table, ctx);
-  if (err == HA_ERR_FOUND_DUPP_KEY) return true; /* reported by build_indexes */
+  if (!err) {
+    sysvars_pause_point(ha_thd(), "alter_after_build");
+    size_t left = 0;
+    for (int p = 0; p < CATCHUP_PASSES && !err; p++) {
+      err = catch_up(altered_table, ctx, false, &left);
+      if (left < CATCHUP_FINAL_MAX) break;
+    }
+  }
+  if (err == HA_ERR_FOUND_DUPP_KEY || err == ERR_REPORTED) return true; /* reported */
   if (err) {
     print_error(err, MYF(0));
     return true;
@@ -309,24 +445,19 @@ bool ha_tidesdb::inplace_alter_table(TABLE *altered_table, Alter_inplace_info *i
   return false;
 }
 
-/* Scan the data family once; write each added index's entries (layout in
- * row_format.h) into its family. A duplicate in a UNIQUE index stops the
- * build with ER_DUP_ENTRY. */
+/* Scan the build snapshot of the data family once; write each added
+ * index's entries into its family. A duplicate in a UNIQUE index stops
+ * the build with ER_DUP_ENTRY. */
 int ha_tidesdb::build_indexes(TABLE *altered, TdbAlterCtx *ctx) {
-  TABLE_SHARE *ns = altered->s;
-  const size_t n = ctx->added.size();
-  std::vector<IndexCodec> codecs(n);
-  for (size_t i = 0; i < n; i++) codecs[i].init(&altered->key_info[ctx->added[i]]);
-  KEY *pki = m_def->hidden_pk ? NULL : &altered->key_info[ns->primary_key];
+  NewEntries ne(altered, ctx, m_def->hidden_pk);
+  const size_t n = ne.size();
   std::vector<std::set<std::string>> pending(n); /* unique keys of the batch not yet written */
   uchar *rec = altered->record[0];
   THD *thd = ha_thd();
 
-  tdb_snapshot_t *snap = tdb_snapshot_create(g_db);
-  if (!snap) return HA_ERR_OUT_OF_MEM;
   tdb_iter_t *it = NULL;
   tdb_batch_t *b = NULL;
-  int err = 0, rc = tdb_iter_create(g_db, data_cf(), snap, &it);
+  int err = 0, rc = tdb_iter_create(g_db, data_cf(), ctx->snap, &it);
   if (rc != TDB_OK) {
     err = map_tdb_error(rc);
     goto done;
@@ -345,11 +476,7 @@ int ha_tidesdb::build_indexes(TABLE *altered, TdbAlterCtx *ctx) {
       if ((err = row_unpack(altered, v, vl, rec, &ctx->old_rows))) goto done;
       pk.assign((const char *)k, kl);
       for (size_t i = 0; i < n; i++) {
-        KEY *ki = &altered->key_info[ctx->added[i]];
-        key.resize(codecs[i].full_len());
-        bool has_null = codecs[i].encode(altered, rec, codecs[i].parts(), (uchar *)&key[0]);
-        bool unique = (ki->flags & HA_NOSAME) && !has_null;
-        if (!unique) key.append(pk);
+        bool unique = ne.entry(i, rec, pk, &key, &val);
         if (unique) {
           void *dv;
           size_t dl;
@@ -365,18 +492,12 @@ int ha_tidesdb::build_indexes(TABLE *altered, TdbAlterCtx *ctx) {
             }
           }
           if (dup) {
-            print_keydup_error(altered, ki, MYF(0));
+            print_keydup_error(altered, ne.key_info(i), MYF(0));
             err = HA_ERR_FOUND_DUPP_KEY;
             goto done;
           }
           pending[i].insert(key);
         }
-        val.resize(pk.size() + ki->key_length + (pki ? pki->key_length : 0));
-        uchar *p = (uchar *)&val[0];
-        memcpy(p, pk.data(), pk.size());
-        p += pk.size();
-        key_copy(p, rec, ki, ki->key_length, true);
-        if (pki) key_copy(p + ki->key_length, rec, pki, pki->key_length, true);
         if ((rc = tdb_batch_put(b, ctx->added_cfs[i], key.data(), key.size(), val.data(), val.size(), 0)) !=
             TDB_OK) {
           err = map_tdb_error(rc);
@@ -409,33 +530,251 @@ int ha_tidesdb::build_indexes(TABLE *altered, TdbAlterCtx *ctx) {
     if (tdb_batch_count(b)) {
       while ((rc = tdb_write(g_db, b)) == TDB_ERR_BUSY) {
       }
-      if (rc != TDB_OK) {
-        err = map_tdb_error(rc);
-        goto done;
-      }
+      if (rc != TDB_OK) err = map_tdb_error(rc);
     }
-    /* Invariant 3. */
-    if ((rc = tdb_sync(g_db)) != TDB_OK) err = map_tdb_error(rc);
   }
 done:
   if (b) tdb_batch_destroy(b);
   if (it) tdb_iter_destroy(it);
-  tdb_snapshot_release(g_db, snap);
+  /* The snapshot is no longer needed: let compaction drop what it held. */
+  if (ctx->snap) tdb_snapshot_release(g_db, ctx->snap);
+  ctx->snap = NULL;
   return err;
 }
 
-/* Commit: switch the dictionary to the new family list and .frm version
- * (invariant 2). Rollback: drop the families built (invariant 1). */
+/* One catch-up pass (invariant 5): drain the change log into ctx->known,
+ * then for every primary key there make the added indexes agree with the
+ * latest committed row: delete the keys its logged versions (and earlier
+ * passes) gave it that are not its key now — a unique-form key only if
+ * its entry holds this primary key —, then put its key now. A unique key
+ * whose entry holds another row is a duplicate only if both rows hold the
+ * key in one snapshot (invariant 6). A key is forgotten after the pass
+ * unless a writer that logged it was still running when the log was
+ * drained (it may commit after the read); final (writes blocked, commit)
+ * forgets all. *left: keys still to check, logged or kept. */
+int ha_tidesdb::catch_up(TABLE *altered, TdbAlterCtx *ctx, bool final, size_t *left) {
+  std::vector<OnlineLogEntry> ents;
+  bool overflow;
+  {
+    std::lock_guard<std::mutex> g(ctx->log->mu);
+    ents.swap(ctx->log->entries);
+    ctx->log->bytes = 0;
+    overflow = ctx->log->overflow;
+  }
+  if (overflow) {
+    my_printf_error(ER_UNKNOWN_ERROR,
+                    "TidesDB: the rows written while the index was built exceeded "
+                    "tidesdb_online_alter_log_size (%llu bytes); run the ALTER again with a larger "
+                    "value, when fewer writes run, or with LOCK=SHARED",
+                    MYF(0), (ulonglong)ctx->log->limit);
+    return ERR_REPORTED;
+  }
+  NewEntries ne(altered, ctx, m_def->hidden_pk);
+  const size_t n = ne.size();
+  TABLE_SHARE *ns = altered->s;
+  uchar *rec = altered->record[0];
+  std::vector<uchar> other(ns->reclength);
+  std::string buf, obuf, key, val, k2;
+  THD *thd = ha_thd();
+  int err = 0;
+
+  for (OnlineLogEntry &e : ents) {
+    TdbAlterCtx::PkState &st = ctx->known[e.pk];
+    if (st.keys.empty()) st.keys.resize(n);
+    st.txns.insert(e.txn);
+    if (!e.has_before) continue;
+    memcpy(rec, ns->default_values, ns->reclength);
+    if ((err = row_unpack(altered, (const uchar *)e.before.data(), e.before.size(), rec, &ctx->old_rows)))
+      return err;
+    for (size_t i = 0; i < n; i++) {
+      bool u = ne.entry(i, rec, e.pk, &key, NULL);
+      st.keys[i].insert((u ? "U" : "N") + key);
+    }
+  }
+  ents.clear();
+  ents.shrink_to_fit();
+  /* Writers still running now may commit after this pass reads their
+   * rows; a writer not listed had committed or rolled back already. */
+  std::set<uint64_t> running;
+  if (!final) {
+    std::vector<TrxInfo> l;
+    Trx::list_running(&l);
+    for (const TrxInfo &t : l) running.insert(t.txn_id);
+  }
+
+  tdb_cf_t *dcf = data_cf();
+  tdb_batch_t *b = NULL;
+  if (tdb_batch_create(&b) != TDB_OK) return HA_ERR_OUT_OF_MEM;
+  /* This pass's writes not yet flushed, per index: key -> (present, value),
+   * read before the family (a later key of the pass may meet them). */
+  std::vector<std::unordered_map<std::string, std::pair<bool, std::string>>> overlay(n);
+  auto flush = [&]() -> int {
+    if (!tdb_batch_count(b)) return 0;
+    int rc;
+    while ((rc = tdb_write(g_db, b)) == TDB_ERR_BUSY) {
+    }
+    if (rc != TDB_OK) return map_tdb_error(rc);
+    tdb_batch_clear(b);
+    for (auto &o : overlay) o.clear();
+    return 0;
+  };
+  auto lookup = [&](size_t i, const std::string &k, std::string *v) -> int {
+    auto o = overlay[i].find(k);
+    if (o != overlay[i].end()) {
+      if (!o->second.first) return HA_ERR_KEY_NOT_FOUND;
+      *v = o->second.second;
+      return 0;
+    }
+    void *p;
+    size_t l;
+    int rc = tdb_get(g_db, ctx->added_cfs[i], NULL, k.data(), k.size(), &p, &l);
+    if (rc == TDB_ERR_NOT_FOUND) return HA_ERR_KEY_NOT_FOUND;
+    if (rc != TDB_OK) return map_tdb_error(rc);
+    v->assign((const char *)p, l);
+    tdb_free(p);
+    return 0;
+  };
+  auto holds = [](const std::string &v, const std::string &pk) {
+    return v.size() >= pk.size() && memcmp(v.data(), pk.data(), pk.size()) == 0;
+  };
+  size_t done_keys = 0;
+  for (auto it = ctx->known.begin(); it != ctx->known.end();) {
+    const std::string &pk = it->first;
+    TdbAlterCtx::PkState &st = it->second;
+    err = read_new_row(altered, dcf, NULL, pk, &buf, rec, &ctx->old_rows);
+    const bool found = err == 0;
+    if (err && err != HA_ERR_KEY_NOT_FOUND) goto done;
+    err = 0;
+    for (size_t i = 0; i < n; i++) {
+      std::string cur, v;
+      bool u = false;
+      if (found) {
+        u = ne.entry(i, rec, pk, &key, &val);
+        cur = (u ? "U" : "N") + key;
+      }
+      for (const std::string &tk : st.keys[i]) {
+        if (found && tk == cur) continue;
+        k2.assign(tk, 1, std::string::npos);
+        if (tk[0] == 'U') {
+          int r = lookup(i, k2, &v);
+          if (r == HA_ERR_KEY_NOT_FOUND) continue;
+          if (r) {
+            err = r;
+            goto done;
+          }
+          if (!holds(v, pk)) continue; /* another row's entry */
+        }
+        int rc = tdb_batch_delete(b, ctx->added_cfs[i], k2.data(), k2.size());
+        if (rc != TDB_OK) {
+          err = map_tdb_error(rc);
+          goto done;
+        }
+        overlay[i][k2] = std::make_pair(false, std::string());
+      }
+      if (!found) continue;
+      if (u) {
+        int r = lookup(i, key, &v);
+        if (r && r != HA_ERR_KEY_NOT_FOUND) {
+          err = r;
+          goto done;
+        }
+        if (!r && !holds(v, pk)) {
+          /* Another row's entry: both rows read from one snapshot. */
+          std::string opk(v, 0, pk.size());
+          bool x_has = false, o_has = false;
+          tdb_snapshot_t *s = tdb_snapshot_create(g_db);
+          if (!s) {
+            err = HA_ERR_OUT_OF_MEM;
+            goto done;
+          }
+          r = read_new_row(altered, dcf, s, pk, &obuf, other.data(), &ctx->old_rows);
+          if (!r) x_has = ne.entry(i, other.data(), pk, &k2, NULL) && k2 == key;
+          if (!r && x_has) {
+            r = read_new_row(altered, dcf, s, opk, &obuf, other.data(), &ctx->old_rows);
+            if (!r) o_has = ne.entry(i, other.data(), opk, &k2, NULL) && k2 == key;
+          }
+          tdb_snapshot_release(g_db, s);
+          if (r && r != HA_ERR_KEY_NOT_FOUND) {
+            err = r;
+            goto done;
+          }
+          if (x_has && o_has) {
+            print_keydup_error(altered, ne.key_info(i), MYF(0)); /* rec: this row */
+            err = HA_ERR_FOUND_DUPP_KEY;
+            goto done;
+          }
+          /* This row changed again since it was read: logged, the next
+           * pass puts its key. */
+          if (!x_has) continue;
+        }
+      }
+      int rc = tdb_batch_put(b, ctx->added_cfs[i], key.data(), key.size(), val.data(), val.size(), 0);
+      if (rc != TDB_OK) {
+        err = map_tdb_error(rc);
+        goto done;
+      }
+      overlay[i][key] = std::make_pair(true, val);
+      st.keys[i].insert(cur); /* removed by a later pass if the row moves on */
+    }
+    g_counters.alter_catchup_rows++;
+    {
+      bool keep = false;
+      for (auto t = st.txns.begin(); t != st.txns.end();) {
+        if (running.count(*t)) {
+          keep = true;
+          ++t;
+        } else {
+          t = st.txns.erase(t);
+        }
+      }
+      if (keep)
+        ++it;
+      else
+        it = ctx->known.erase(it);
+    }
+    if (tdb_batch_count(b) >= BUILD_BATCH_ROWS && (err = flush())) goto done;
+    if (!final && ++done_keys % 1000 == 0 && thd_killed(thd)) {
+      err = HA_ERR_ABORTED_BY_USER;
+      goto done;
+    }
+  }
+  if ((err = flush())) goto done;
+  if (final) sysvars_crash_point("alter_catchup_final");
+done:
+  tdb_batch_destroy(b);
+  if (!err) {
+    std::lock_guard<std::mutex> g(ctx->log->mu);
+    *left = ctx->known.size() + ctx->log->entries.size();
+  }
+  return err;
+}
+
+/* Commit: the final catch-up pass (writes blocked), the new indexes made
+ * durable (invariant 3), then the dictionary switched to the new family
+ * list and .frm version (invariant 2). Rollback: drop the families built
+ * (invariant 1). */
 bool ha_tidesdb::commit_inplace_alter_table(TABLE *altered_table, Alter_inplace_info *info, bool commit) {
   TdbAlterCtx *ctx = static_cast<TdbAlterCtx *>(info->handler_ctx);
   if (!ctx) return false;
   if (!commit) {
+    ctx->end_online();
     if (!ctx->added_names.empty()) dict_alter_drop_families(ctx->added_names);
     ctx->added_names.clear();
     ctx->committed = true;
     return false;
   }
   close_iter();
+  if (ctx->log) {
+    size_t left;
+    int err = catch_up(altered_table, ctx, true, &left);
+    ctx->end_online();
+    if (!err) {
+      int rc = tdb_sync(g_db);
+      if (rc != TDB_OK) err = map_tdb_error(rc);
+    }
+    if (err && err != HA_ERR_FOUND_DUPP_KEY && err != ERR_REPORTED) print_error(err, MYF(0));
+    if (err) return true;
+  }
   const LEX_CUSTRING &v = altered_table->s->tabledef_version;
   std::string version((const char *)v.str, v.length);
   int err = dict_alter_commit(m_def->name, ctx->cf_names, version, ctx->keys_changed,

@@ -3,6 +3,7 @@
  * the transaction's own earlier writes (see ha_tidesdb.h, trx.h). */
 #include "ha_tidesdb.h"
 
+#include "online_log.h"
 #include "row_format.h"
 
 #include <string.h>
@@ -111,6 +112,17 @@ int ha_tidesdb::locked_row(const std::string &pk, std::vector<uchar> *rec) {
   return row_unpack(table, (const uchar *)m_val_buf.data(), m_val_buf.size(), rec->data(), &m_def->v1);
 }
 
+/* An index is being built with LOCK=NONE: record that this statement
+ * wrote primary key pk, and the row stored before (rec, NULL if none),
+ * in the table's change log (online_log.h). */
+void ha_tidesdb::log_online(const std::string &pk, const uchar *before) {
+  std::shared_ptr<OnlineLog> log = online_log_of(m_def.get());
+  if (!log) return;
+  std::string row;
+  if (before) row_pack(table, before, row, m_def->v1.fields != 0);
+  online_log_append(log.get(), trx()->id(), pk, before ? &row : NULL);
+}
+
 int ha_tidesdb::write_row(const uchar *buf) {
   int err;
   Trx *t = trx();
@@ -144,6 +156,7 @@ int ha_tidesdb::write_row(const uchar *buf) {
     if ((err = t->put(index_cf(k), keys[k], (const uchar *)vals[k].data(), vals[k].size()))) return err;
   }
   t->add_rows(m_def, 1);
+  if (m_def->online_on.load(std::memory_order_acquire)) log_online(pk, NULL);
   m_last_pk = pk;
   m_last_locked = false;
   g_counters.rows_inserted++;
@@ -196,6 +209,10 @@ int ha_tidesdb::update_row(const uchar *old_data, const uchar *new_data) {
     if (okeys[k] != nkeys_[k] && (err = t->del(index_cf(k), okeys[k]))) return err;
     if ((err = t->put(index_cf(k), nkeys_[k], (const uchar *)nvals[k].data(), nvals[k].size()))) return err;
   }
+  if (m_def->online_on.load(std::memory_order_acquire)) {
+    log_online(old_pk, old_rec);
+    if (pk_changed) log_online(new_pk, NULL);
+  }
   bump_autoinc(new_data);
   m_last_pk = new_pk;
   m_last_locked = true; /* written by this transaction */
@@ -228,6 +245,7 @@ int ha_tidesdb::delete_row(const uchar *buf) {
     if ((err = t->del(index_cf(k), key))) return err;
   }
   t->add_rows(m_def, -1);
+  if (m_def->online_on.load(std::memory_order_acquire)) log_online(pk, rec);
   m_last_locked = false;
   g_counters.rows_deleted++;
   return 0;

@@ -165,6 +165,21 @@ static MYSQL_SYSVAR_STR(debug_crash_point, v_debug_crash_point, PLUGIN_VAR_RQCMD
                         "empty: never",
                         NULL, NULL, "");
 
+static char *v_debug_alter_pause;
+static MYSQL_SYSVAR_STR(debug_alter_pause, v_debug_alter_pause, PLUGIN_VAR_RQCMDARG | PLUGIN_VAR_MEMALLOC,
+                        "Testing only: an online ADD INDEX waits at the named point "
+                        "(alter_after_build: index built from the snapshot, before the catch-up "
+                        "of concurrent writes) until the variable names another point; "
+                        "the processlist shows 'TidesDB: paused at <point>'. Empty: never",
+                        NULL, NULL, "");
+
+static ulonglong v_online_alter_log_size;
+static MYSQL_SYSVAR_ULONGLONG(online_alter_log_size, v_online_alter_log_size, PLUGIN_VAR_RQCMDARG,
+                              "Bytes of row changes an ADD INDEX with LOCK=NONE keeps in memory "
+                              "while it builds (the change log of concurrent writes, drained as it "
+                              "catches up); past it the ALTER fails and the writes go on",
+                              NULL, NULL, 128ULL << 20, 4096, ~0ULL, 0);
+
 /* tidesdb_backup_dir: setting it takes a hot backup (hot_backup.cc). */
 static char *v_backup_dir;
 static MYSQL_SYSVAR_STR(backup_dir, v_backup_dir,
@@ -203,6 +218,8 @@ struct st_mysql_sys_var *g_sysvars[] = {
     MYSQL_SYSVAR(write_stall_timeout),
     MYSQL_SYSVAR(debug_pause_background),
     MYSQL_SYSVAR(debug_crash_point),
+    MYSQL_SYSVAR(debug_alter_pause),
+    MYSQL_SYSVAR(online_alter_log_size),
     MYSQL_SYSVAR(backup_dir),
     NULL};
 
@@ -261,6 +278,19 @@ void sysvars_crash_point(const char *point) {
   kill(getpid(), SIGKILL);
 }
 
+void sysvars_pause_point(THD *thd, const char *point) {
+  const char *p = v_debug_alter_pause;
+  if (!p || strcmp(p, point) != 0) return;
+  char state[96];
+  snprintf(state, sizeof state, "TidesDB: paused at %s", point);
+  const char *old = thd_proc_info(thd, state);
+  sql_print_information("TidesDB: tidesdb_debug_alter_pause: paused at '%s'", point);
+  while ((p = v_debug_alter_pause) && strcmp(p, point) == 0 && !thd_killed(thd)) usleep(10000);
+  thd_proc_info(thd, old);
+}
+
+ulonglong sysvars_online_alter_log_size() { return v_online_alter_log_size; }
+
 bool sysvars_skip_unique_check(THD *thd) { return THDVAR(thd, skip_unique_check); }
 
 ulong sysvars_lock_wait_timeout(THD *thd) { return thd ? THDVAR(thd, lock_wait_timeout) : 50; }
@@ -287,7 +317,7 @@ struct StatusValues {
   ulonglong unified_memtable_active, tables, column_families;
   ulonglong conflicts, lock_deadlocks, lock_wait_timeouts, write_stalls_busy;
   ulonglong lock_waits, flushes_pending, compactions_pending;
-  ulonglong alter_instant, alter_inplace, alter_index_rows;
+  ulonglong alter_instant, alter_inplace, alter_index_rows, alter_catchup_rows;
   char build[16];
 };
 static thread_local StatusValues t_sv;
@@ -339,6 +369,7 @@ static const SHOW_VAR status_template[] = {
     SV(alter_instant, SHOW_ULONGLONG),
     SV(alter_inplace, SHOW_ULONGLONG),
     SV(alter_index_rows, SHOW_ULONGLONG),
+    SV(alter_catchup_rows, SHOW_ULONGLONG),
     SV(build, SHOW_CHAR),
     {NullS, NullS, SHOW_LONG}};
 #undef SV
@@ -395,6 +426,7 @@ static int show_tidesdb_vars(THD *, SHOW_VAR *var, void *, struct system_status_
   v.alter_instant = g_counters.alter_instant;
   v.alter_inplace = g_counters.alter_inplace;
   v.alter_index_rows = g_counters.alter_index_rows;
+  v.alter_catchup_rows = g_counters.alter_catchup_rows;
   v.unified_memtable_active = g_unified_active;
   v.tables = dict_table_names().size();
   v.conflicts = Trx::s_conflicts;

@@ -54,6 +54,11 @@ int sysvars_unified_sync_mode();
  * server (SIGKILL, as kill -9) right here. Used by the mtr suite to cut DDL
  * short between its steps (dict.h, crash consistency). */
 void sysvars_crash_point(const char *point);
+/* Testing only: wait here while tidesdb_debug_alter_pause names this point
+ * (or until the statement is killed). */
+void sysvars_pause_point(THD *thd, const char *point);
+/* tidesdb_online_alter_log_size (bytes). */
+ulonglong sysvars_online_alter_log_size();
 
 /* Engine counters shown as status variables. */
 struct Counters {
@@ -62,6 +67,8 @@ struct Counters {
   /* ALTER TABLE in place: committed INSTANT and INPLACE (index build)
    * alters, and rows read to build indexes. */
   std::atomic<ulonglong> alter_instant{0}, alter_inplace{0}, alter_index_rows{0};
+  /* Primary keys an online ADD INDEX caught up (rows changed meanwhile). */
+  std::atomic<ulonglong> alter_catchup_rows{0};
 };
 extern Counters g_counters;
 

@@ -81,6 +81,8 @@ class Trx {
    * THD: isolation, tidesdb_pessimistic_locking, lock wait timeout). */
   int begin();
   bool active() const { return m_active; }
+  /* The running library transaction's id (0: none). */
+  uint64_t id() const { return m_pub_id; }
   bool pessimistic() const { return m_opts.pessimistic != 0; }
   int isolation() const { return m_opts.isolation; }
 
