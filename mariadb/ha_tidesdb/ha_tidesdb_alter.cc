@@ -596,10 +596,14 @@ int ha_tidesdb::catch_up(TABLE *altered, TdbAlterCtx *ctx, bool final, size_t *l
   /* Writers still running now may commit after this pass reads their
    * rows; a writer not listed had committed or rolled back already. */
   std::set<uint64_t> running;
+  bool keep_all = false;
   if (!final) {
     std::vector<TrxInfo> l;
     Trx::list_running(&l);
     for (const TrxInfo &t : l) running.insert(t.txn_id);
+    /* A prepared XA transaction whose connection went away is in no
+     * list but may still commit: then forget nothing in this pass. */
+    keep_all = tdb_recover_prepared(g_db, [](void *, const void *, size_t) { return 0; }, NULL) != 0;
   }
 
   tdb_cf_t *dcf = data_cf();
@@ -718,7 +722,7 @@ int ha_tidesdb::catch_up(TABLE *altered, TdbAlterCtx *ctx, bool final, size_t *l
     }
     g_counters.alter_catchup_rows++;
     {
-      bool keep = false;
+      bool keep = keep_all;
       for (auto t = st.txns.begin(); t != st.txns.end();) {
         if (running.count(*t)) {
           keep = true;
