@@ -125,6 +125,9 @@ class TdbAlterCtx : public inplace_alter_handler_ctx {
     std::set<uint64_t> txns;                 /* writers that logged it, maybe still running */
   };
   std::unordered_map<std::string, PkState> known;
+  /* For the error log: passes run, keys caught up, build start (us). */
+  uint passes = 0;
+  ulonglong caught_up = 0, start_us = 0;
   void end_online() {
     if (def) online_log_stop(def.get());
     log.reset();
@@ -428,6 +431,7 @@ static int read_new_row(TABLE *altered, tdb_cf_t *cf, const tdb_snapshot_t *snap
 bool ha_tidesdb::inplace_alter_table(TABLE *altered_table, Alter_inplace_info *info) {
   TdbAlterCtx *ctx = static_cast<TdbAlterCtx *>(info->handler_ctx);
   if (!ctx || ctx->added.empty()) return false;
+  ctx->start_us = my_interval_timer() / 1000;
   int err = build_indexes(altered_table, ctx);
   if (!err) {
     sysvars_pause_point(ha_thd(), "alter_after_build");
@@ -721,6 +725,7 @@ int ha_tidesdb::catch_up(TABLE *altered, TdbAlterCtx *ctx, bool final, size_t *l
       st.keys[i].insert(cur); /* removed by a later pass if the row moves on */
     }
     g_counters.alter_catchup_rows++;
+    ctx->caught_up++;
     {
       bool keep = keep_all;
       for (auto t = st.txns.begin(); t != st.txns.end();) {
@@ -743,6 +748,7 @@ int ha_tidesdb::catch_up(TABLE *altered, TdbAlterCtx *ctx, bool final, size_t *l
     }
   }
   if ((err = flush())) goto done;
+  ctx->passes++;
   if (final) sysvars_crash_point("alter_catchup_final");
 done:
   tdb_batch_destroy(b);
@@ -769,8 +775,19 @@ bool ha_tidesdb::commit_inplace_alter_table(TABLE *altered_table, Alter_inplace_
   }
   close_iter();
   if (ctx->log) {
-    size_t left;
+    size_t left, final_keys = ctx->known.size();
+    ulonglong t0 = my_interval_timer() / 1000;
+    {
+      std::lock_guard<std::mutex> g(ctx->log->mu);
+      final_keys += ctx->log->entries.size();
+    }
     int err = catch_up(altered_table, ctx, true, &left);
+    if (!err)
+      sql_print_information(
+          "TidesDB: ADD INDEX on %s: built and caught up in %.3f s (%u catch-up passes, %llu keys); "
+          "final pass with writes blocked: about %zu keys in %.3f s",
+          m_def->name.c_str(), (t0 - ctx->start_us) / 1e6, ctx->passes, ctx->caught_up, final_keys,
+          (my_interval_timer() / 1000 - t0) / 1e6);
     ctx->end_online();
     if (!err) {
       int rc = tdb_sync(g_db);
