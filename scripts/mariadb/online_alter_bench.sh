@@ -3,8 +3,8 @@
 # same throw-away server (build/mariadb-onlinealter, port 3329): a sysbench
 # table of ROWS rows (default 1M) per engine; sysbench WORKLOAD (default
 # oltp_write_only, THREADS threads, RUN seconds, a report every second)
-# runs while, at AT seconds, ALTER TABLE sbtest1 ADD INDEX c_idx (c),
-# ALGORITHM=INPLACE, LOCK=NONE is run and timed inside the server. Then the
+# runs while, at AT seconds, ALTER TABLE sbtest1 ADD INDEX c_idx (c) (or
+# ADD $INDEX), ALGORITHM=INPLACE, LOCK=NONE is run and timed inside the server. Then the
 # index is checked against the table (CHECK TABLE, index-only vs primary
 # key checksums). Prints one CSV line per engine:
 #   engine,alter_s,tps_before,tps_during,tps_after,loadavg
@@ -21,6 +21,7 @@ THREADS="${THREADS:-4}"
 RUN="${RUN:-90}"
 AT="${AT:-20}"
 WORKLOAD="${WORKLOAD:-oltp_write_only}"
+INDEX="${INDEX:-INDEX c_idx (c)}" # what the ALTER adds; named c_idx, over c
 ENGINES="${ENGINES:-TidesDB InnoDB}"
 OUT="${OUT:-$TIDESQL_ROOT/build/online_alter_bench}"
 export TIDESQL_SERVER_DIR="${ONLINEALTER_SERVER_DIR:-$TIDESQL_ROOT/build/mariadb-onlinealter}"
@@ -50,7 +51,7 @@ for e in $ENGINES; do
   t0=$(date +%s.%N)
   sleep "$AT"
   a0=$(date +%s.%N)
-  s="$(sql "SET @t = NOW(6); ALTER TABLE sb.sbtest1 ADD INDEX c_idx (c), ALGORITHM=INPLACE, LOCK=NONE;
+  s="$(sql "SET @t = NOW(6); ALTER TABLE sb.sbtest1 ADD $INDEX, ALGORITHM=INPLACE, LOCK=NONE;
             SELECT TIMESTAMPDIFF(MICROSECOND, @t, NOW(6)) / 1e6")"
   a1=$(date +%s.%N)
   la="$(cut -d' ' -f1 /proc/loadavg)"
