@@ -16,6 +16,7 @@ static const char *DICT_CF = "tidesql_dict";
 static const char *META_CF = "tidesql_meta";
 static const uchar TABLE_RECORD_V1 = 1;
 static const uchar TABLE_RECORD_V2 = 2; /* V1 + the .frm version */
+static const uchar TABLE_RECORD_V3 = 3; /* V2 + row versions */
 
 static tdb_t *s_db;
 static tdb_cf_t *s_dict;
@@ -54,11 +55,81 @@ struct TableRecord {
   bool hidden_pk = false;
   std::vector<std::string> cf_names;
   std::string version; /* the .frm's tabledef_version (empty in V1) */
-  RowLayout v1;        /* fields 0: V1 rows hold every column */
+  RowVersions fmt;     /* row versions (row_format.h) */
 };
 
+static void put_u16(std::string &s, uint v) {
+  s.push_back((char)(v >> 8));
+  s.push_back((char)(v & 0xff));
+}
+static uint get_u16(const uchar *p) { return ((uint)p[0] << 8) | p[1]; }
+
+/* The row versions of a V3 record. */
+static void versions_encode(std::string &s, const RowVersions &f) {
+  put_u16(s, f.current);
+  for (const RowVersion &v : f.versions) {
+    s.push_back((char)v.null_bytes);
+    put_u16(s, (uint)v.cols.size());
+    for (const RowColumn &c : v.cols) {
+      put_u16(s, c.field);
+      put_u16(s, c.null_off);
+      s.push_back((char)c.null_bit);
+      s.push_back((char)c.skip);
+      put_u16(s, c.skip_len);
+    }
+  }
+  put_u16(s, (uint)f.defaults.size());
+  for (const InstantDefault &d : f.defaults) {
+    put_u16(s, d.field);
+    s.push_back(d.null ? 1 : 0);
+    uchar l[8];
+    put_be64(l, d.packed.size());
+    s.append((const char *)l + 4, 4);
+    s += d.packed;
+  }
+}
+
+static bool versions_decode(const uchar *&p, const uchar *end, RowVersions *f) {
+  if (end - p < 2) return false;
+  f->current = get_u16(p);
+  p += 2;
+  if (!f->current || f->current > MAX_ROW_VERSIONS) return false;
+  f->versions.assign(f->current, RowVersion());
+  for (RowVersion &v : f->versions) {
+    if (end - p < 3) return false;
+    v.null_bytes = p[0];
+    uint n = get_u16(p + 1);
+    p += 3;
+    if ((size_t)(end - p) < (size_t)n * 8) return false;
+    v.cols.resize(n);
+    for (RowColumn &c : v.cols) {
+      c.field = (uint16)get_u16(p);
+      c.null_off = (uint16)get_u16(p + 2);
+      c.null_bit = p[4];
+      c.skip = p[5];
+      c.skip_len = (uint16)get_u16(p + 6);
+      p += 8;
+    }
+  }
+  if (end - p < 2) return false;
+  uint nd = get_u16(p);
+  p += 2;
+  f->defaults.assign(nd, InstantDefault());
+  for (InstantDefault &d : f->defaults) {
+    if (end - p < 7) return false;
+    d.field = (uint16)get_u16(p);
+    d.null = p[2] != 0;
+    size_t l = ((size_t)p[3] << 24) | ((size_t)p[4] << 16) | ((size_t)p[5] << 8) | p[6];
+    p += 7;
+    if ((size_t)(end - p) < l) return false;
+    d.packed.assign((const char *)p, l);
+    p += l;
+  }
+  return true;
+}
+
 static std::string record_encode(const TableRecord &r) {
-  std::string s(1, (char)TABLE_RECORD_V2);
+  std::string s(1, (char)(r.fmt.current ? TABLE_RECORD_V3 : TABLE_RECORD_V2));
   append_be64(s, r.id);
   s.push_back(r.hidden_pk ? 1 : 0);
   s.push_back((char)(r.cf_names.size() >> 8));
@@ -70,19 +141,19 @@ static std::string record_encode(const TableRecord &r) {
   }
   s.push_back((char)r.version.size());
   s += r.version;
-  if (r.v1.fields) {
-    s.push_back((char)(r.v1.fields >> 8));
-    s.push_back((char)(r.v1.fields & 0xff));
-    s.push_back((char)r.v1.null_bytes);
+  if (r.fmt.legacy.fields || r.fmt.current) {
+    put_u16(s, r.fmt.legacy.fields);
+    s.push_back((char)r.fmt.legacy.null_bytes);
   }
+  if (r.fmt.current) versions_encode(s, r.fmt);
   return s;
 }
 
 /* Decode a table record; false if damaged (never trusted). */
 static bool record_decode(const uchar *p, size_t len, TableRecord *r) {
   const uchar *end = p + len;
-  if (len < 12 || (p[0] != TABLE_RECORD_V1 && p[0] != TABLE_RECORD_V2)) return false;
-  bool v2 = p[0] == TABLE_RECORD_V2;
+  if (len < 12 || p[0] < TABLE_RECORD_V1 || p[0] > TABLE_RECORD_V3) return false;
+  bool v2 = p[0] >= TABLE_RECORD_V2, v3 = p[0] == TABLE_RECORD_V3;
   r->id = get_be64(p + 1);
   r->hidden_pk = p[9] != 0;
   uint n = ((uint)p[10] << 8) | p[11];
@@ -101,12 +172,14 @@ static bool record_decode(const uchar *p, size_t len, TableRecord *r) {
     if (p == end || (size_t)(end - p - 1) < *p) return false;
     r->version.assign((const char *)p + 1, *p);
     p += 1 + *p;
-    r->v1 = RowLayout();
-    if (end - p == 3) {
-      r->v1.fields = ((uint)p[0] << 8) | p[1];
-      r->v1.null_bytes = p[2];
+    r->fmt = RowVersions();
+    if (v3 && end - p < 3) return false;
+    if (v3 || end - p == 3) {
+      r->fmt.legacy.fields = get_u16(p);
+      r->fmt.legacy.null_bytes = p[2];
       p += 3;
     }
+    if (v3 && !versions_decode(p, end, &r->fmt)) return false;
   }
   return p == end;
 }
@@ -278,7 +351,7 @@ static int def_from_record(const std::string &name, const TableRecord &r, TableD
   def->name = name;
   def->id = r.id;
   def->hidden_pk = r.hidden_pk;
-  def->v1 = r.v1;
+  def->rowfmt = r.fmt;
   def->nkeys = (uint)r.cf_names.size() - (r.hidden_pk ? 1 : 0);
   for (const std::string &n : r.cf_names) {
     tdb_cf_t *cf;
@@ -569,7 +642,7 @@ void dict_alter_drop_families(const std::vector<std::string> &names) {
 }
 
 int dict_alter_commit(const std::string &name, const std::vector<std::string> &cf_names,
-                      const std::string &version, bool keys_changed, const RowLayout *v1) {
+                      const std::string &version, bool keys_changed, const RowVersions *fmt) {
   std::lock_guard<std::mutex> g(g_dict_mu);
   TableRecord old;
   int err = read_record(name, &old);
@@ -577,7 +650,7 @@ int dict_alter_commit(const std::string &name, const std::vector<std::string> &c
   TableRecord r = old;
   r.cf_names = cf_names;
   r.version = version;
-  if (v1 && !r.v1.fields) r.v1 = *v1;
+  if (fmt) r.fmt = *fmt;
   sysvars_crash_point("alter_before_record");
   tdb_batch_t *b;
   if (tdb_batch_create(&b) != TDB_OK) return HA_ERR_OUT_OF_MEM;

@@ -12,8 +12,15 @@
  * A table record: [2][table id u64][flags u8][cf count u16]
  *                 then per column family [name length u16][name],
  *                 then [length u8][the .frm's tabledef_version]
- *                 [, V1 row layout: stored columns u16, null bytes u8,
- *                  once a column was added instantly]
+ *                 [, legacy V1 row layout: stored columns u16, null bytes u8,
+ *                  once a column was appended instantly before row
+ *                  versions, always in format 3]
+ *                 format 3 (once columns changed instantly) then has the
+ *                 row versions: [current u16], per older version [null
+ *                 bytes u8][columns u16] and per column [field u16][null
+ *                 byte u16][null bit u8][skip kind u8][skip length u16];
+ *                 [instant defaults u16], each [field u16][null u8]
+ *                 [length u32 BE][packed default] (row_format.h)
  *                 (format 1, still read, has no version).
  * The record lists the families in MariaDB key order (then the hidden-key
  * data family). They are named "t<id>_<n>", n unique within the table: at
@@ -74,7 +81,7 @@ struct TableDef {
   bool hidden_pk = false;
   uint nkeys = 0;              /* MariaDB keys */
   std::vector<tdb_cf_t *> cfs; /* cfs[k] for key k; cfs[nkeys]: hidden pk */
-  RowLayout v1;                /* what a V1 row holds (row_format.h) */
+  RowVersions rowfmt;          /* row versions (row_format.h) */
   std::atomic<bool> obsolete{false};
 
   std::mutex mu;                        /* guards what follows */
@@ -135,10 +142,11 @@ int dict_alter_add_families(const std::string &name, uint n, std::vector<std::st
 /* Drop families no record lists (an ALTER rolled back). */
 void dict_alter_drop_families(const std::vector<std::string> &names);
 /* Replace the table's family list and .frm version (one synced batch),
- * and record v1 as what V1 rows hold unless a layout is recorded already;
+ * and, if fmt, the table's new row versions (one record: the old or new
+ * definition, never a mix);
  * retire the cached definition, drop the families no longer listed. */
 int dict_alter_commit(const std::string &name, const std::vector<std::string> &cf_names,
-                      const std::string &version, bool keys_changed, const RowLayout *v1);
+                      const std::string &version, bool keys_changed, const RowVersions *fmt);
 /* 0 if the table's record carries this .frm version, 1 if another. */
 int dict_check_version(const std::string &name, const std::string &version);
 

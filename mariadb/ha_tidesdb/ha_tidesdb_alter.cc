@@ -95,8 +95,10 @@ static const alter_table_operations INSTANT_OPS =
     ALTER_COLUMN_TYPE_CHANGE_BY_ENGINE | ALTER_RENAME_INDEX | ALTER_INDEX_IGNORABILITY |
     ALTER_CHANGE_INDEX_COMMENT | ALTER_DROP_CHECK_CONSTRAINT | ALTER_RENAME | ALTER_CHANGE_CREATE_OPTION |
     ALTER_INDEX_ORDER | ALTER_DROP_NON_UNIQUE_NON_PRIM_INDEX | ALTER_DROP_UNIQUE_INDEX;
-/* Adding stored columns after the last one (cannot_add_columns). */
-static const alter_table_operations ADD_COLUMN_OPS = ALTER_ADD_STORED_BASE_COLUMN;
+/* Adding, dropping and reordering stored columns: old rows are read
+ * through their row version (row_format.h, cannot_change_columns). */
+static const alter_table_operations COLUMN_OPS =
+    ALTER_ADD_STORED_BASE_COLUMN | ALTER_DROP_STORED_COLUMN | ALTER_STORED_COLUMN_ORDER;
 /* Changes that build new index families. */
 static const alter_table_operations ADD_INDEX_OPS = ALTER_ADD_NON_UNIQUE_NON_PRIM_INDEX | ALTER_ADD_UNIQUE_INDEX;
 
@@ -111,8 +113,8 @@ class TdbAlterCtx : public inplace_alter_handler_ctx {
   std::vector<tdb_cf_t *> added_cfs;   /* their families */
   std::vector<std::string> added_names;
   bool keys_changed = false;
-  bool add_columns = false; /* columns appended: V1 rows keep the old layout */
-  RowLayout old_rows;       /* what a V1 row holds now */
+  bool columns_changed = false; /* fmt is a new row version */
+  RowVersions fmt;              /* how rows read under the new definition */
   bool committed = false;
   /* Online build (LOCK=NONE): the table whose writers log, their log, the
    * build's snapshot (taken after the log was installed: invariant 4) and
@@ -141,15 +143,36 @@ class TdbAlterCtx : public inplace_alter_handler_ctx {
   }
 };
 
-/* Same stored index: same parts over the same columns, same flags. */
-static bool same_key(const KEY *a, const KEY *b) {
+/* For each column of the old table, its index in the new one (-1:
+ * dropped), from the server's list of new columns. False if the list does
+ * not line up with the new table. */
+static bool column_map(TABLE *table, TABLE *altered, Alter_inplace_info *info, std::vector<int> *new_of_old) {
+  new_of_old->assign(table->s->fields, -1);
+  List_iterator_fast<Create_field> it(info->alter_info->create_list);
+  uint j = 0;
+  while (const Create_field *cf = it++) {
+    if (j >= altered->s->fields) return false;
+    if (cf->field) {
+      uint i = cf->field->field_index;
+      if (i >= table->s->fields || table->field[i] != cf->field) return false;
+      (*new_of_old)[i] = (int)j;
+    }
+    j++;
+  }
+  return j == altered->s->fields;
+}
+
+/* Same stored index: same parts over the same columns (old column i is
+ * new column new_of_old[i]), same flags. */
+static bool same_key(const KEY *a, const KEY *b, const std::vector<int> &new_of_old) {
   const ulong f = HA_NOSAME | HA_NULL_PART_KEY | HA_FULLTEXT | HA_SPATIAL;
   if (a->user_defined_key_parts != b->user_defined_key_parts || ((a->flags ^ b->flags) & f) ||
       a->algorithm != b->algorithm)
     return false;
   for (uint i = 0; i < a->user_defined_key_parts; i++) {
     const KEY_PART_INFO *p = &a->key_part[i], *q = &b->key_part[i];
-    if (p->fieldnr != q->fieldnr || p->length != q->length ||
+    if (p->fieldnr < 1 || p->fieldnr > new_of_old.size() || new_of_old[p->fieldnr - 1] + 1 != (int)q->fieldnr ||
+        p->length != q->length ||
         ((p->key_part_flag ^ q->key_part_flag) & HA_REVERSE_SORT))
       return false;
   }
@@ -161,6 +184,8 @@ static bool same_key(const KEY *a, const KEY *b) {
  * traced or its stored form would change. */
 static bool map_keys(TABLE *table, TABLE *altered, Alter_inplace_info *info, std::vector<int> *old_of_new) {
   old_of_new->assign(altered->s->keys, -1);
+  std::vector<int> new_of_old;
+  if (!column_map(table, altered, info, &new_of_old)) return false;
   for (uint j = 0; j < altered->s->keys; j++) {
     KEY *nk = &altered->key_info[j];
     bool added = false;
@@ -177,7 +202,7 @@ static bool map_keys(TABLE *table, TABLE *altered, Alter_inplace_info *info, std
         if (info->index_drop_buffer[d] == &table->key_info[k]) dropped = true;
       if (!dropped && !strcmp(table->key_info[k].name.str, old_name)) found = (int)k;
     }
-    if (found < 0 || !same_key(&table->key_info[found], nk)) return false;
+    if (found < 0 || !same_key(&table->key_info[found], nk, new_of_old)) return false;
     (*old_of_new)[j] = found;
   }
   return true;
@@ -201,32 +226,102 @@ static const char *cannot_build(TABLE *altered, const KEY *nk) {
   return NULL;
 }
 
-/* Whether the new table only appends stored columns that old rows can
- * read as their defaults (row_format.h): the existing columns keep their
- * place, type and null bit; the new ones are plain (no BLOB, BIT,
- * generated column, AUTO_INCREMENT or default computed per row). Else
- * why not. */
-static const char *cannot_add_columns(TABLE *table, TABLE *altered) {
+/* Packed default of altered column f (what rows written before it was
+ * added read). */
+static InstantDefault instant_default(TABLE *t, Field *f, uint16 field) {
+  InstantDefault d;
+  d.field = field;
+  my_ptrdiff_t off = (my_ptrdiff_t)(t->s->default_values - t->record[0]);
+  d.null = f->is_null(off);
+  if (!d.null) {
+    size_t cap = f->pack_length() + 8;
+    if (f->flags & BLOB_FLAG) cap += ((Field_blob *)f)->get_length(f->ptr + off);
+    d.packed.resize(cap);
+    uchar *end = f->pack((uchar *)&d.packed[0], f->ptr + off);
+    d.packed.resize((size_t)(end - (uchar *)d.packed.data()));
+  }
+  return d;
+}
+
+/* The row versions of the new table when columns are added, dropped or
+ * reordered (row_format.h): every older version's columns mapped onto
+ * the new ones, the old table's layout as the newest older version, the
+ * packed defaults of the added columns. Else why not. */
+static const char *cannot_change_columns(TABLE *table, TABLE *altered, Alter_inplace_info *info,
+                                         const RowVersions &cur, RowVersions *out) {
   TABLE_SHARE *o = table->s, *n = altered->s;
-  if (n->fields <= o->fields) return "TidesDB rewrites every row for this change";
-  /* The record's first null bit is reserved unless the table is packed
-   * (it has a VARCHAR): a first VARCHAR moves every null bit. */
-  if (((o->db_create_options ^ n->db_create_options) & HA_OPTION_PACK_RECORD) || n->null_bytes < o->null_bytes)
-    return "TidesDB adds this column instantly only if the table already has a VARCHAR column";
+  if (cur.current >= MAX_ROW_VERSIONS)
+    return "TidesDB keeps at most 64 row versions of a table; ALGORITHM=COPY rebuilds it";
+  std::vector<int> new_of_old;
+  if (!column_map(table, altered, info, &new_of_old)) return "TidesDB cannot trace the columns of this ALTER";
+  std::vector<bool> kept(n->fields, false);
   for (uint i = 0; i < o->fields; i++) {
-    Field *a = table->field[i], *b = altered->field[i];
-    if (a->stored_in_db() != b->stored_in_db() || a->real_type() != b->real_type() ||
-        a->real_type() == MYSQL_TYPE_BIT || !a->null_ptr != !b->null_ptr || a->null_bit != b->null_bit ||
-        (a->null_ptr && a->null_ptr - table->record[0] != b->null_ptr - altered->record[0]))
-      return "TidesDB adds a column instantly only after the last one";
+    Field *a = table->field[i];
+    if (a->real_type() == MYSQL_TYPE_BIT)
+      return "TidesDB changes columns instantly only in tables without BIT columns";
+    if (new_of_old[i] < 0) continue;
+    Field *b = altered->field[new_of_old[i]];
+    kept[new_of_old[i]] = true;
+    if (a->stored_in_db() != b->stored_in_db() || a->real_type() != b->real_type() || !a->null_ptr != !b->null_ptr)
+      return "TidesDB rewrites every row for this change";
   }
-  for (uint i = o->fields; i < n->fields; i++) {
-    Field *b = altered->field[i];
-    if (!b->stored_in_db() || (b->flags & (BLOB_FLAG | AUTO_INCREMENT_FLAG)) ||
-        b->real_type() == MYSQL_TYPE_BIT || b->default_value || b->vcol_info ||
+  for (uint j = 0; j < n->fields; j++) {
+    Field *b = altered->field[j];
+    if (kept[j]) continue;
+    if (b->real_type() == MYSQL_TYPE_BIT)
+      return "TidesDB changes columns instantly only in tables without BIT columns";
+    if (!b->stored_in_db() || (b->flags & AUTO_INCREMENT_FLAG) || b->default_value || b->vcol_info ||
         b->has_update_default_function() || b->has_default_now_unireg_check())
-      return "TidesDB adds instantly only plain columns (no BLOB, BIT, AUTO_INCREMENT or computed default)";
+      return "TidesDB adds instantly only columns with a constant default (no AUTO_INCREMENT, generated "
+             "column or default computed per row)";
   }
+  const char *unknown = "TidesDB drops instantly only columns of built-in types";
+  out->legacy = cur.legacy;
+  out->versions.clear();
+  out->defaults.clear();
+  /* Older versions, remapped. */
+  for (const RowVersion &v : cur.versions) {
+    RowVersion nv = v;
+    for (RowColumn &c : nv.cols) {
+      if (c.field == RowColumn::DROPPED) continue;
+      if (c.field >= o->fields) return "TidesDB found a damaged row version";
+      int j = new_of_old[c.field];
+      if (j < 0 && c.skip == RowColumn::SKIP_UNKNOWN) return unknown;
+      c.field = j < 0 ? RowColumn::DROPPED : (uint16)j;
+    }
+    out->versions.push_back(nv);
+  }
+  /* The old table's own layout: the version its rows carry. */
+  RowVersion last;
+  last.null_bytes = o->null_bytes;
+  uint stored = 0;
+  for (uint i = 0; i < o->fields; i++) {
+    Field *a = table->field[i];
+    if (!a->stored_in_db()) continue;
+    RowColumn c;
+    c.field = new_of_old[i] < 0 ? RowColumn::DROPPED : (uint16)new_of_old[i];
+    if (a->null_ptr) {
+      c.null_off = (uint16)(a->null_ptr - table->record[0]);
+      c.null_bit = (uchar)a->null_bit;
+    }
+    row_skip_rule(a, &c.skip, &c.skip_len);
+    if (c.field == RowColumn::DROPPED && c.skip == RowColumn::SKIP_UNKNOWN) return unknown;
+    last.cols.push_back(c);
+    /* Appended before row versions: legacy rows read its default. */
+    if (!cur.current && cur.legacy.fields && stored++ >= cur.legacy.fields && new_of_old[i] >= 0)
+      out->defaults.push_back(instant_default(table, a, (uint16)new_of_old[i]));
+  }
+  out->versions.push_back(last);
+  out->current = (uint)out->versions.size();
+  for (const InstantDefault &d : cur.defaults) {
+    if (d.field >= o->fields) return "TidesDB found a damaged row version";
+    if (new_of_old[d.field] < 0) continue;
+    InstantDefault nd = d;
+    nd.field = (uint16)new_of_old[d.field];
+    out->defaults.push_back(nd);
+  }
+  for (uint j = 0; j < n->fields; j++)
+    if (!kept[j]) out->defaults.push_back(instant_default(altered, altered->field[j], (uint16)j));
   return NULL;
 }
 
@@ -255,12 +350,13 @@ enum_alter_inplace_result ha_tidesdb::check_if_supported_inplace_alter(TABLE *al
   /* A change of the rows themselves: the server's own message
    * (ER_ALTER_OPERATION_NOT_SUPPORTED, "Try ALGORITHM=COPY"), as for any
    * engine that copies; the cases below say why in TidesDB's terms. */
-  if (f & ~(INSTANT_OPS | ADD_INDEX_OPS | ADD_COLUMN_OPS)) return HA_ALTER_INPLACE_NOT_SUPPORTED;
-  if (f & ADD_COLUMN_OPS) {
+  if (f & ~(INSTANT_OPS | ADD_INDEX_OPS | COLUMN_OPS)) return HA_ALTER_INPLACE_NOT_SUPPORTED;
+  if (f & COLUMN_OPS) {
     /* A column whose implicit default is invalid (e.g. DATE NOT NULL in
      * strict mode): only the copy reports it for a non-empty table. */
     if (info->error_if_not_empty) return HA_ALTER_INPLACE_NOT_SUPPORTED;
-    if (const char *why = cannot_add_columns(table, altered_table)) {
+    RowVersions fmt;
+    if (const char *why = cannot_change_columns(table, altered_table, info, m_def->rowfmt, &fmt)) {
       info->unsupported_reason = why;
       return HA_ALTER_INPLACE_NOT_SUPPORTED;
     }
@@ -328,12 +424,13 @@ bool ha_tidesdb::prepare_inplace_alter_table(TABLE *altered_table, Alter_inplace
   }
   TdbAlterCtx *ctx = new TdbAlterCtx;
   info->handler_ctx = ctx;
-  ctx->add_columns = altered_table->s->fields > table->s->fields;
-  if (m_def->v1.fields) {
-    ctx->old_rows = m_def->v1;
-  } else {
-    ctx->old_rows.fields = table->s->stored_fields;
-    ctx->old_rows.null_bytes = table->s->null_bytes;
+  ctx->fmt = m_def->rowfmt;
+  ctx->columns_changed = (info->handler_flags & COLUMN_OPS) != 0;
+  if (ctx->columns_changed) {
+    if (const char *why = cannot_change_columns(table, altered_table, info, m_def->rowfmt, &ctx->fmt)) {
+      my_error(ER_INTERNAL_ERROR, MYF(0), why);
+      return true;
+    }
   }
   for (uint j = 0; j < altered_table->s->keys; j++)
     if (old_of_new[j] < 0) ctx->added.push_back(j);
@@ -414,7 +511,7 @@ class NewEntries {
  * unpacked into rec as a row of the new table; buf keeps its bytes. 0,
  * HA_ERR_KEY_NOT_FOUND or an error. */
 static int read_new_row(TABLE *altered, tdb_cf_t *cf, const tdb_snapshot_t *snap, const std::string &pk,
-                        std::string *buf, uchar *rec, const RowLayout *old_rows) {
+                        std::string *buf, uchar *rec, const RowVersions *fmt) {
   void *v;
   size_t vl;
   int rc = tdb_get(g_db, cf, snap, pk.data(), pk.size(), &v, &vl);
@@ -423,7 +520,7 @@ static int read_new_row(TABLE *altered, tdb_cf_t *cf, const tdb_snapshot_t *snap
   buf->assign((const char *)v, vl);
   tdb_free(v);
   memcpy(rec, altered->s->default_values, altered->s->reclength);
-  return row_unpack(altered, (const uchar *)buf->data(), buf->size(), rec, old_rows);
+  return row_unpack(altered, (const uchar *)buf->data(), buf->size(), rec, fmt);
 }
 
 /* Build the added indexes from the snapshot taken in prepare, then catch
@@ -477,7 +574,7 @@ int ha_tidesdb::build_indexes(TABLE *altered, TdbAlterCtx *ctx) {
       size_t kl, vl;
       const uchar *k = (const uchar *)tdb_iter_key(it, &kl);
       const uchar *v = (const uchar *)tdb_iter_value(it, &vl);
-      if ((err = row_unpack(altered, v, vl, rec, &ctx->old_rows))) goto done;
+      if ((err = row_unpack(altered, v, vl, rec, &ctx->fmt))) goto done;
       pk.assign((const char *)k, kl);
       for (size_t i = 0; i < n; i++) {
         bool unique = ne.entry(i, rec, pk, &key, &val);
@@ -588,7 +685,7 @@ int ha_tidesdb::catch_up(TABLE *altered, TdbAlterCtx *ctx, bool final, size_t *l
     st.txns.insert(e.txn);
     if (!e.has_before) continue;
     memcpy(rec, ns->default_values, ns->reclength);
-    if ((err = row_unpack(altered, (const uchar *)e.before.data(), e.before.size(), rec, &ctx->old_rows)))
+    if ((err = row_unpack(altered, (const uchar *)e.before.data(), e.before.size(), rec, &ctx->fmt)))
       return err;
     for (size_t i = 0; i < n; i++) {
       bool u = ne.entry(i, rec, e.pk, &key, NULL);
@@ -649,7 +746,7 @@ int ha_tidesdb::catch_up(TABLE *altered, TdbAlterCtx *ctx, bool final, size_t *l
   for (auto it = ctx->known.begin(); it != ctx->known.end();) {
     const std::string &pk = it->first;
     TdbAlterCtx::PkState &st = it->second;
-    err = read_new_row(altered, dcf, NULL, pk, &buf, rec, &ctx->old_rows);
+    err = read_new_row(altered, dcf, NULL, pk, &buf, rec, &ctx->fmt);
     const bool found = err == 0;
     if (err && err != HA_ERR_KEY_NOT_FOUND) goto done;
     err = 0;
@@ -695,10 +792,10 @@ int ha_tidesdb::catch_up(TABLE *altered, TdbAlterCtx *ctx, bool final, size_t *l
             err = HA_ERR_OUT_OF_MEM;
             goto done;
           }
-          r = read_new_row(altered, dcf, s, pk, &obuf, other.data(), &ctx->old_rows);
+          r = read_new_row(altered, dcf, s, pk, &obuf, other.data(), &ctx->fmt);
           if (!r) x_has = ne.entry(i, other.data(), pk, &k2, NULL) && k2 == key;
           if (!r && x_has) {
-            r = read_new_row(altered, dcf, s, opk, &obuf, other.data(), &ctx->old_rows);
+            r = read_new_row(altered, dcf, s, opk, &obuf, other.data(), &ctx->fmt);
             if (!r) o_has = ne.entry(i, other.data(), opk, &k2, NULL) && k2 == key;
           }
           tdb_snapshot_release(g_db, s);
@@ -799,7 +896,7 @@ bool ha_tidesdb::commit_inplace_alter_table(TABLE *altered_table, Alter_inplace_
   const LEX_CUSTRING &v = altered_table->s->tabledef_version;
   std::string version((const char *)v.str, v.length);
   int err = dict_alter_commit(m_def->name, ctx->cf_names, version, ctx->keys_changed,
-                              ctx->add_columns ? &ctx->old_rows : NULL);
+                              ctx->columns_changed ? &ctx->fmt : NULL);
   if (err) {
     print_error(err, MYF(0));
     return true;

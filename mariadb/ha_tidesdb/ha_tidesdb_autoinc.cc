@@ -47,7 +47,7 @@ void ha_tidesdb::load_counters() {
       const uchar *v = (const uchar *)tdb_iter_value(it, &vl);
       bool ok;
       if (is_pk_index(idx)) {
-        ok = row_unpack(table, v, vl, m_scratch, &m_def->v1) == 0;
+        ok = row_unpack(table, v, vl, m_scratch, &m_def->rowfmt) == 0;
       } else {
         KEY *ki = &table->key_info[idx];
         ok = vl >= m_pk_len + ki->key_length;

@@ -97,7 +97,7 @@ int ha_tidesdb::check(THD *thd, HA_CHECK_OPT *opt) {
       size_t kl, vl;
       const uchar *k = (const uchar *)tdb_iter_key(g.it, &kl);
       const uchar *v = (const uchar *)tdb_iter_value(g.it, &vl);
-      if (row_unpack(table, v, vl, rec, &m_def->v1)) {
+      if (row_unpack(table, v, vl, rec, &m_def->rowfmt)) {
         undecodable++;
         continue;
       }

@@ -73,7 +73,7 @@ int ha_tidesdb::read_row_by_pk(uchar *buf, const uchar *pk, size_t pklen) {
   if (err) return err;
   m_last_locked = locking();
   m_last_pk.assign((const char *)pk, pklen);
-  return row_unpack(table, (const uchar *)m_row_buf.data(), m_row_buf.size(), buf, &m_def->v1);
+  return row_unpack(table, (const uchar *)m_row_buf.data(), m_row_buf.size(), buf, &m_def->rowfmt);
 }
 
 /* A row from the data family (key = encoded primary key). */
@@ -82,7 +82,7 @@ int ha_tidesdb::row_from_data_entry(uchar *buf, const uchar *key, size_t kl, con
   m_last_locked = false;
   m_row_buf.assign((const char *)val, vl);
   m_last_pk.assign((const char *)key, kl);
-  return row_unpack(table, (const uchar *)m_row_buf.data(), m_row_buf.size(), buf, &m_def->v1);
+  return row_unpack(table, (const uchar *)m_row_buf.data(), m_row_buf.size(), buf, &m_def->rowfmt);
 }
 
 /* A row from a secondary-index entry (key ekey, value val): columns from

@@ -109,7 +109,7 @@ int ha_tidesdb::locked_row(const std::string &pk, std::vector<uchar> *rec) {
   int err = trx()->get_for_update(data_cf(), (const uchar *)pk.data(), pk.size(), true, &m_val_buf);
   if (err) return err;
   rec->assign(table->s->default_values, table->s->default_values + table->s->reclength);
-  return row_unpack(table, (const uchar *)m_val_buf.data(), m_val_buf.size(), rec->data(), &m_def->v1);
+  return row_unpack(table, (const uchar *)m_val_buf.data(), m_val_buf.size(), rec->data(), &m_def->rowfmt);
 }
 
 /* An index is being built with LOCK=NONE: record that this statement
@@ -119,7 +119,7 @@ void ha_tidesdb::log_online(const std::string &pk, const uchar *before) {
   std::shared_ptr<OnlineLog> log = online_log_of(m_def.get());
   if (!log) return;
   std::string row;
-  if (before) row_pack(table, before, row, m_def->v1.fields != 0);
+  if (before) row_pack(table, before, row, &m_def->rowfmt);
   online_log_append(log.get(), trx()->id(), pk, before ? &row : NULL);
 }
 
@@ -149,7 +149,7 @@ int ha_tidesdb::write_row(const uchar *buf) {
     if (check && (err = check_unique_sec(k, keys[k], pk))) return err;
   }
   std::string row;
-  row_pack(table, buf, row, m_def->v1.fields != 0);
+  row_pack(table, buf, row, &m_def->rowfmt);
   if ((err = t->put(data_cf(), pk, (const uchar *)row.data(), row.size()))) return err;
   for (uint k = 0; k < nkeys; k++) {
     if (is_pk_index(k)) continue;
@@ -201,7 +201,7 @@ int ha_tidesdb::update_row(const uchar *old_data, const uchar *new_data) {
       return err;
   }
   std::string row;
-  row_pack(table, new_data, row, m_def->v1.fields != 0);
+  row_pack(table, new_data, row, &m_def->rowfmt);
   if (pk_changed && (err = t->del(data_cf(), old_pk))) return err;
   if ((err = t->put(data_cf(), new_pk, (const uchar *)row.data(), row.size()))) return err;
   for (uint k = 0; k < nkeys; k++) {

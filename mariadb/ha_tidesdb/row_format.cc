@@ -6,7 +6,7 @@
 namespace tidesql {
 
 /* Pack the stored, non-NULL columns of rec after the null bytes. */
-void row_pack(TABLE *table, const uchar *rec, std::string &out, bool counted) {
+void row_pack(TABLE *table, const uchar *rec, std::string &out, const RowVersions *fmt) {
   TABLE_SHARE *s = table->s;
   my_ptrdiff_t diff = (my_ptrdiff_t)(rec - table->record[0]);
   /* Upper bound: the record, 2 length bytes per column (CHAR packs with a
@@ -19,13 +19,17 @@ void row_pack(TABLE *table, const uchar *rec, std::string &out, bool counted) {
   out.resize(cap);
   uchar *start = (uchar *)&out[0];
   uchar *to = start;
-  if (counted) {
+  if (!fmt || fmt->plain()) {
+    *to++ = ROW_FORMAT_V1;
+  } else if (fmt->current) {
+    *to++ = ROW_FORMAT_V3;
+    *to++ = (uchar)(fmt->current >> 8);
+    *to++ = (uchar)(fmt->current & 0xff);
+  } else { /* legacy: counted rows */
     *to++ = ROW_FORMAT_V2;
     *to++ = (uchar)(s->stored_fields >> 8);
     *to++ = (uchar)(s->stored_fields & 0xff);
     *to++ = (uchar)s->null_bytes;
-  } else {
-    *to++ = ROW_FORMAT_V1;
   }
   memcpy(to, rec, s->null_bytes);
   to += s->null_bytes;
@@ -37,52 +41,16 @@ void row_pack(TABLE *table, const uchar *rec, std::string &out, bool counted) {
   out.resize((size_t)(to - start));
 }
 
-/* Unpack a row value into rec; blobs keep pointing into data. */
-int row_unpack(TABLE *table, const uchar *data, size_t len, uchar *rec, const RowLayout *v1) {
+/* A row holding every stored column of the current table. */
+static inline int unpack_current(TABLE *table, const uchar *from, const uchar *end, uchar *rec) {
   TABLE_SHARE *s = table->s;
   my_ptrdiff_t diff = (my_ptrdiff_t)(rec - table->record[0]);
-  const uchar *end = data + len;
-  uint nf, nnull;
-  const uchar *from;
-  if (len >= 1 && data[0] == ROW_FORMAT_V1) {
-    bool older = v1 && v1->fields;
-    nf = older ? v1->fields : s->stored_fields;
-    nnull = older ? v1->null_bytes : s->null_bytes;
-    from = data + 1;
-  } else if (len >= 4 && data[0] == ROW_FORMAT_V2) {
-    nf = ((uint)data[1] << 8) | data[2];
-    nnull = data[3];
-    from = data + 4;
-  } else {
-    return HA_ERR_CRASHED;
-  }
-  if ((size_t)(end - from) < nnull || nf > s->stored_fields || nnull > s->null_bytes) return HA_ERR_CRASHED;
-  if (nf == s->stored_fields && nnull == s->null_bytes) {
-    memcpy(rec, from, s->null_bytes);
-  } else {
-    /* A row from before an instant ADD COLUMN: the columns it holds keep
-     * their null bits; the others take the defaults' (row_format.h). */
-    memcpy(rec, s->default_values, s->null_bytes);
-    uint i = 0;
-    for (Field **fp = table->field; *fp && i < nf; fp++) {
-      Field *f = *fp;
-      if (!f->stored_in_db()) continue;
-      i++;
-      if (!f->null_ptr) continue;
-      size_t off = (size_t)(f->null_ptr - table->record[0]);
-      if (off >= nnull) return HA_ERR_CRASHED;
-      rec[off] = (uchar)((rec[off] & ~f->null_bit) | (from[off] & f->null_bit));
-    }
-  }
-  from += nnull;
-  uint i = 0;
+  if ((size_t)(end - from) < s->null_bytes) return HA_ERR_CRASHED;
+  memcpy(rec, from, s->null_bytes);
+  from += s->null_bytes;
   for (Field **fp = table->field; *fp; fp++) {
     Field *f = *fp;
     if (!f->stored_in_db()) continue;
-    if (i++ >= nf) { /* added after this row was written */
-      memcpy(f->ptr + diff, s->default_values + (f->ptr - table->record[0]), f->pack_length_in_rec());
-      continue;
-    }
     if (f->is_null(diff)) {
       /* Keep NULL columns' bytes clean (Field_bit keeps bits in the
        * null bytes, which are already restored). */
@@ -99,6 +67,200 @@ int row_unpack(TABLE *table, const uchar *data, size_t len, uchar *rec, const Ro
     if (!from || from > end) return HA_ERR_CRASHED;
   }
   return 0;
+}
+
+/* Legacy (no row versions): a row holding the first nf stored columns
+ * and nnull null bytes of the current table. */
+static int unpack_prefix(TABLE *table, const uchar *from, const uchar *end, uchar *rec, uint nf, uint nnull) {
+  TABLE_SHARE *s = table->s;
+  my_ptrdiff_t diff = (my_ptrdiff_t)(rec - table->record[0]);
+  if ((size_t)(end - from) < nnull || nf > s->stored_fields || nnull > s->null_bytes) return HA_ERR_CRASHED;
+  /* The columns it holds keep their null bits; the others take the
+   * defaults' (appended columns only). */
+  memcpy(rec, s->default_values, s->null_bytes);
+  uint i = 0;
+  for (Field **fp = table->field; *fp && i < nf; fp++) {
+    Field *f = *fp;
+    if (!f->stored_in_db()) continue;
+    i++;
+    if (!f->null_ptr) continue;
+    size_t off = (size_t)(f->null_ptr - table->record[0]);
+    if (off >= nnull) return HA_ERR_CRASHED;
+    rec[off] = (uchar)((rec[off] & ~f->null_bit) | (from[off] & f->null_bit));
+  }
+  from += nnull;
+  i = 0;
+  for (Field **fp = table->field; *fp; fp++) {
+    Field *f = *fp;
+    if (!f->stored_in_db()) continue;
+    if (i++ >= nf) { /* added after this row was written */
+      memcpy(f->ptr + diff, s->default_values + (f->ptr - table->record[0]), f->pack_length_in_rec());
+      continue;
+    }
+    if (f->is_null(diff)) {
+      memset(f->ptr + diff, 0, f->pack_length_in_rec());
+      continue;
+    }
+    f->move_field_offset(diff);
+    from = f->unpack(f->ptr, from, end);
+    f->move_field_offset(-diff);
+    if (!from || from > end) return HA_ERR_CRASHED;
+  }
+  return 0;
+}
+
+/* Past one column's packed bytes; NULL if the value is damaged. */
+static const uchar *skip_packed(const RowColumn &c, const uchar *from, const uchar *end) {
+  size_t n;
+  if (c.skip == RowColumn::SKIP_FIXED) {
+    n = c.skip_len;
+  } else if (c.skip == RowColumn::SKIP_PREFIX && c.skip_len >= 1 && c.skip_len <= 4) {
+    if ((size_t)(end - from) < c.skip_len) return NULL;
+    size_t l = 0;
+    for (uint b = c.skip_len; b-- > 0;) l = (l << 8) | from[b]; /* little-endian */
+    n = c.skip_len + l;
+  } else {
+    return NULL;
+  }
+  return (size_t)(end - from) < n ? NULL : from + n;
+}
+
+/* A row of an older version v holding its first nf columns and nnull null
+ * bytes: columns it does not hold read their instant default (or the
+ * table default), dropped ones are skipped. */
+static int unpack_version(TABLE *table, const RowVersions &fmt, const RowVersion &v, const uchar *from,
+                          const uchar *end, uchar *rec, uint nf, uint nnull) {
+  TABLE_SHARE *s = table->s;
+  my_ptrdiff_t diff = (my_ptrdiff_t)(rec - table->record[0]);
+  if (nf > v.cols.size() || nnull > v.null_bytes || (size_t)(end - from) < nnull) return HA_ERR_CRASHED;
+  const uchar *nulls = from;
+  from += nnull;
+  memcpy(rec, s->default_values, s->reclength);
+  for (const InstantDefault &d : fmt.defaults) {
+    if (d.field >= s->fields) return HA_ERR_CRASHED;
+    Field *f = table->field[d.field];
+    if (d.null) {
+      if (!f->null_ptr) return HA_ERR_CRASHED;
+      f->set_null(diff);
+      continue;
+    }
+    if (f->null_ptr) f->set_notnull(diff);
+    const uchar *p = (const uchar *)d.packed.data();
+    f->move_field_offset(diff);
+    p = f->unpack(f->ptr, p, p + d.packed.size());
+    f->move_field_offset(-diff);
+    if (!p) return HA_ERR_CRASHED;
+  }
+  for (uint i = 0; i < nf; i++) {
+    const RowColumn &c = v.cols[i];
+    bool is_null = false;
+    if (c.null_off != RowColumn::NOT_NULL) {
+      if (c.null_off >= nnull) return HA_ERR_CRASHED;
+      is_null = (nulls[c.null_off] & c.null_bit) != 0;
+    }
+    if (c.field == RowColumn::DROPPED) {
+      if (!is_null && !(from = skip_packed(c, from, end))) return HA_ERR_CRASHED;
+      continue;
+    }
+    if (c.field >= s->fields) return HA_ERR_CRASHED;
+    Field *f = table->field[c.field];
+    if (!f->stored_in_db() || !f->null_ptr != (c.null_off == RowColumn::NOT_NULL)) return HA_ERR_CRASHED;
+    if (is_null) {
+      f->set_null(diff);
+      memset(f->ptr + diff, 0, f->pack_length_in_rec());
+      continue;
+    }
+    if (f->null_ptr) f->set_notnull(diff);
+    f->move_field_offset(diff);
+    from = f->unpack(f->ptr, from, end);
+    f->move_field_offset(-diff);
+    if (!from || from > end) return HA_ERR_CRASHED;
+  }
+  return 0;
+}
+
+/* Rows not in the current version (the fast paths are in row_unpack). */
+static int unpack_older(TABLE *table, const uchar *data, size_t len, uchar *rec, const RowVersions *fmt) {
+  TABLE_SHARE *s = table->s;
+  const uchar *end = data + len;
+  if (len < 1) return HA_ERR_CRASHED;
+  uint nf, nnull;
+  const uchar *from;
+  if (data[0] == ROW_FORMAT_V1) {
+    if (!fmt) return HA_ERR_CRASHED; /* not reached: plain V1 is a fast path */
+    nf = fmt->legacy.fields;
+    nnull = fmt->legacy.null_bytes;
+    from = data + 1;
+  } else if (data[0] == ROW_FORMAT_V2 && len >= 4) {
+    nf = ((uint)data[1] << 8) | data[2];
+    nnull = data[3];
+    from = data + 4;
+  } else if (data[0] == ROW_FORMAT_V3 && len >= 3 && fmt) {
+    uint k = ((uint)data[1] << 8) | data[2];
+    if (k == 0 || k >= fmt->versions.size()) return HA_ERR_CRASHED;
+    const RowVersion &v = fmt->versions[k];
+    return unpack_version(table, *fmt, v, data + 3, end, rec, (uint)v.cols.size(), v.null_bytes);
+  } else {
+    return HA_ERR_CRASHED;
+  }
+  /* V1 or V2: a prefix of version 0 (legacy fields 0: all of it). */
+  if (fmt && fmt->current) {
+    const RowVersion &v = fmt->versions[0];
+    if (!nf) {
+      nf = (uint)v.cols.size();
+      nnull = v.null_bytes;
+    }
+    return unpack_version(table, *fmt, v, from, end, rec, nf, nnull);
+  }
+  if (!nf) {
+    nf = s->stored_fields;
+    nnull = s->null_bytes;
+  }
+  return unpack_prefix(table, from, end, rec, nf, nnull);
+}
+
+int row_unpack(TABLE *table, const uchar *data, size_t len, uchar *rec, const RowVersions *fmt) {
+  const uchar *end = data + len;
+  if (len >= 1 && data[0] == ROW_FORMAT_V1 && (!fmt || fmt->plain()))
+    return unpack_current(table, data + 1, end, rec);
+  if (fmt && fmt->current && len >= 3 && data[0] == ROW_FORMAT_V3 &&
+      (((uint)data[1] << 8) | data[2]) == fmt->current)
+    return unpack_current(table, data + 3, end, rec);
+  return unpack_older(table, data, len, rec, fmt);
+}
+
+void row_skip_rule(Field *f, uchar *skip, uint16 *skip_len) {
+  *skip = RowColumn::SKIP_UNKNOWN;
+  *skip_len = 0;
+  enum_field_types t = f->real_type();
+  if (f->flags & BLOB_FLAG) {
+    if (t == MYSQL_TYPE_TINY_BLOB || t == MYSQL_TYPE_BLOB || t == MYSQL_TYPE_MEDIUM_BLOB ||
+        t == MYSQL_TYPE_LONG_BLOB || t == MYSQL_TYPE_GEOMETRY) {
+      *skip = RowColumn::SKIP_PREFIX; /* Field_blob::pack: packlength bytes, then the data */
+      *skip_len = (uint16)((Field_blob *)f)->pack_length_no_ptr();
+    }
+    return;
+  }
+  /* Data types from plugins (UUID, INET6, ...) pack their own way. */
+  const Type_handler *std_handler = Type_handler::get_handler_by_real_type(MYSQL_TYPE_LONG);
+  if (!std_handler || f->type_handler()->type_collection() != std_handler->type_collection()) return;
+  switch (t) {
+    case MYSQL_TYPE_VARCHAR: /* Field_varstring::pack */
+    case MYSQL_TYPE_STRING:  /* StringPack::pack */
+      *skip = RowColumn::SKIP_PREFIX;
+      *skip_len = f->field_length > 255 ? 2 : 1;
+      return;
+    case MYSQL_TYPE_TINY: case MYSQL_TYPE_SHORT: case MYSQL_TYPE_INT24: case MYSQL_TYPE_LONG:
+    case MYSQL_TYPE_LONGLONG: case MYSQL_TYPE_FLOAT: case MYSQL_TYPE_DOUBLE: case MYSQL_TYPE_NEWDECIMAL:
+    case MYSQL_TYPE_DATE: case MYSQL_TYPE_NEWDATE: case MYSQL_TYPE_TIME: case MYSQL_TYPE_TIME2:
+    case MYSQL_TYPE_DATETIME: case MYSQL_TYPE_DATETIME2: case MYSQL_TYPE_TIMESTAMP:
+    case MYSQL_TYPE_TIMESTAMP2: case MYSQL_TYPE_YEAR: case MYSQL_TYPE_ENUM: case MYSQL_TYPE_SET:
+      *skip = RowColumn::SKIP_FIXED; /* Field::pack (Field_enum::pack): pack_length() bytes */
+      *skip_len = (uint16)f->pack_length();
+      return;
+    default:
+      return;
+  }
 }
 
 }  // namespace tidesql

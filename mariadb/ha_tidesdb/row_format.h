@@ -5,14 +5,26 @@
  * the 8-byte big-endian hidden row id; value = a packed row:
  *     [ROW_FORMAT_V1][the record's null bytes][Field::pack() of every
  *      stored column that is not NULL, in column order]
- * or, in a table that had a column added instantly (ha_tidesdb_alter.cc):
+ * or, in a table whose columns changed instantly (ha_tidesdb_alter.cc):
+ *     [ROW_FORMAT_V3][row version u16 BE][null bytes][Field::pack() of
+ *      every stored column that is not NULL, in column order]
+ * The dictionary (dict.h) keeps a RowVersions per table: the version
+ * rows are written with now (0: never changed, V1 rows), and for every
+ * older version k a RowVersion: the null bytes and stored columns a row
+ * of version k holds, each with its null bit, how to skip its packed
+ * bytes and the current column it became (or none: dropped). Columns
+ * added instantly keep the packed default they were added with; a row
+ * that does not hold such a column reads that default, even after a
+ * later SET DEFAULT. V1 rows of a changed table are version 0.
+ * A row of the current version unpacks exactly as a V1 row of a table
+ * never changed (one more header check); older rows go through their
+ * version's columns (row_unpack_version).
+ * Before row versions (a still-read format): instant ADD COLUMN only
+ * appended columns; such a table's V1 rows hold the stored columns and
+ * null bytes of the legacy RowLayout and it wrote
  *     [ROW_FORMAT_V2][stored columns n, u16 BE][null bytes m, u8]
  *     [m null bytes][Field::pack() of the first n stored columns not NULL]
- * A V1 row of such a table holds the stored columns and null bytes the
- * table had before its first instant ADD COLUMN (the RowLayout kept in
- * the dictionary). Columns a row does not hold read as their defaults;
- * instant ADD COLUMN only appends columns, which keeps the null bits of
- * the existing ones where they were.
+ * Both hold a prefix of version 0's columns once the table has versions.
  * Virtual (not stored) generated columns are not stored; the server
  * computes them after a read.
  *
@@ -38,26 +50,70 @@
 
 #include "tdb_common.h"
 
+#include <vector>
+
 namespace tidesql {
 
 static const uchar ROW_FORMAT_V1 = 0x01;
 static const uchar ROW_FORMAT_V2 = 0x02;
+static const uchar ROW_FORMAT_V3 = 0x03;
 
-/* What a V1 row holds: stored columns and null bytes (fields 0: the
- * table's own, i.e. no column was ever added instantly). */
+/* What a V1 row holds under the legacy append-only scheme (fields 0:
+ * the table's own columns). */
 struct RowLayout {
   uint fields = 0;
   uint null_bytes = 0;
 };
 
-/* Pack the row in rec (laid out like table->record[0]) into out; as V2
- * (with its column count) if counted. */
-void row_pack(TABLE *table, const uchar *rec, std::string &out, bool counted = false);
+/* One stored column of an older row version. */
+struct RowColumn {
+  static const uint16 DROPPED = 0xffff; /* field: no current column */
+  static const uint16 NOT_NULL = 0xffff; /* null_off: no null bit */
+  enum : uchar { SKIP_FIXED = 0, SKIP_PREFIX = 1, SKIP_UNKNOWN = 2 };
+  uint16 field = DROPPED;     /* index in table->field of the current table */
+  uint16 null_off = NOT_NULL; /* null byte of the column in that version's rows */
+  uchar null_bit = 0;
+  uchar skip = SKIP_UNKNOWN;  /* how to pass over its packed bytes */
+  uint16 skip_len = 0;        /* FIXED: bytes; PREFIX: length bytes (LE) */
+};
 
-/* Unpack a row value into rec; v1 says what a V1 value holds (NULL or
- * fields 0: all of the table's columns). Returns 0 or HA_ERR_CRASHED on a
- * damaged value. Blob columns point into data afterwards. */
-int row_unpack(TABLE *table, const uchar *data, size_t len, uchar *rec, const RowLayout *v1 = NULL);
+/* The columns rows of one older version hold, in their order. */
+struct RowVersion {
+  uint null_bytes = 0;
+  std::vector<RowColumn> cols;
+};
+
+/* A column added instantly: what rows written before it read. */
+struct InstantDefault {
+  uint16 field = 0; /* index in table->field */
+  bool null = false;
+  std::string packed; /* Field::pack() of the default */
+};
+
+/* A table's row versions (row_format.h comment; kept in the dictionary). */
+struct RowVersions {
+  RowLayout legacy;                 /* legacy V1 rows (fields 0: none) */
+  uint current = 0;                 /* version new rows carry (0: V1) */
+  std::vector<RowVersion> versions; /* [k] for every k < current */
+  std::vector<InstantDefault> defaults;
+  /* V1 rows are the table's current layout: the fast path. */
+  bool plain() const { return current == 0 && legacy.fields == 0; }
+};
+
+/* Most row versions a table keeps; an ALTER past it copies the table. */
+static const uint MAX_ROW_VERSIONS = 64;
+
+/* Pack the row in rec (laid out like table->record[0]) into out, in the
+ * format new rows of fmt take (NULL: V1). */
+void row_pack(TABLE *table, const uchar *rec, std::string &out, const RowVersions *fmt = NULL);
+
+/* Unpack a row value into rec (fmt NULL: a table never changed). Returns
+ * 0 or HA_ERR_CRASHED on a damaged value. Blob columns point into data
+ * (or into fmt's defaults) afterwards. */
+int row_unpack(TABLE *table, const uchar *data, size_t len, uchar *rec, const RowVersions *fmt = NULL);
+
+/* How to skip field's packed bytes (RowColumn::skip, skip_len). */
+void row_skip_rule(Field *field, uchar *skip, uint16 *skip_len);
 
 }  // namespace tidesql
 
