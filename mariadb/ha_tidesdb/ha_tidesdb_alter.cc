@@ -6,11 +6,12 @@
  *  - the dictionary record holds no column: names, defaults, comments and
  *    index names live only in the .frm;
  *  - a row value is the null bytes then Field::pack() of each stored
- *    column in column order: dropping, reordering a column or changing
- *    its type or nullability changes every row (COPY); a column appended
- *    after the last one is not in old rows, which read it as its default
- *    (row_format.h: V1 rows keep the layout recorded at the first instant
- *    ADD COLUMN, later rows say how many columns they hold);
+ *    column in column order: changing a column's type or nullability
+ *    changes every row (COPY); adding, dropping or reordering columns
+ *    makes a new row version (row_format.h): the dictionary keeps how
+ *    rows of every older version are laid out and which current column
+ *    each of their columns became, new rows carry the version, old rows
+ *    are read through theirs (cannot_change_columns);
  *  - a VARCHAR packs its length in 1 byte up to 255 bytes of capacity, else
  *    2: extending it on the same side of 255 leaves the packed row as it
  *    is; index keys encode it at its full width, so only a column no index
@@ -21,8 +22,11 @@
  *  INSTANT: RENAME COLUMN, column DEFAULT, RENAME INDEX, index comment and
  *    IGNORED, DROP CHECK, table COMMENT, VARCHAR extension (above), DROP
  *    INDEX (not the primary key; its family is dropped after the commit),
- *    RENAME TO, ADD COLUMN after the last column (plain types, constant
- *    default: cannot_add_columns) — and any mix of these.
+ *    RENAME TO, ADD COLUMN anywhere (constant default), DROP COLUMN and
+ *    column reorder (cannot_change_columns: no BIT column in the table,
+ *    built-in types for dropped columns, at most MAX_ROW_VERSIONS) — and
+ *    any mix of these. A dropped column's index goes with it (DROP
+ *    INDEX); an index that loses one of its columns is rebuilt (INPLACE).
  *  INPLACE (NOCOPY, LOCK=NONE): ADD INDEX / ADD UNIQUE (not the primary
  *    key; ADD UNIQUE not under ALTER IGNORE, which drops duplicate rows),
  *    with any INSTANT change. HA_ALTER_INPLACE_NOCOPY_NO_LOCK: the server
