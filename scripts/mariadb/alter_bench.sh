@@ -4,6 +4,9 @@
 # pad CHAR(20)), loaded in 100k-row statements, then in this order:
 #   RENAME COLUMN   (ALGORITHM=INSTANT on both)
 #   ADD COLUMN last (ALGORITHM=INSTANT on both; old rows must read its default)
+#   DROP COLUMN pad2, ADD COLUMN ... AFTER id (ALGORITHM=INSTANT on both), with
+#   a full scan and 100k primary-key lookups timed before the first change
+#   and after these (old rows read through the engine's row versions)
 #   ADD INDEX (k)   (ALGORITHM=INPLACE; TidesDB LOCK=SHARED)
 #   DROP INDEX      (default algorithm)
 #   ADD INDEX (k)   again, ALGORITHM=COPY (what every ALTER cost before)
@@ -57,9 +60,21 @@ for r in $(seq 1 "$REPS"); do
   for e in "${engines[@]}"; do
     load "$e"
     [ "$(sql "SELECT COUNT(*) FROM ab.t")" = "$ROWS" ] || die "$e: load incomplete"
+    reads() { # a scan and 100k primary-key lookups of rows written at load
+      timed "$e" "$r" "scan_$1" - "SELECT SUM(k), COUNT(c) FROM ab.t INTO @a, @b"
+      timed "$e" "$r" "pk_lookups_100k_$1" - "SELECT SUM(t.k) FROM ab.seq_1_to_100000 s
+        JOIN ab.t t ON t.id = s.seq * 7 MOD $ROWS + 1 INTO @a"
+    }
+    sql "SELECT SUM(k) FROM ab.t INTO @a" # warm-up: the load's writes settle
+    reads before
     timed "$e" "$r" rename_column INSTANT "ALTER TABLE ab.t RENAME COLUMN pad TO pad2, ALGORITHM=INSTANT"
     timed "$e" "$r" add_column INSTANT "ALTER TABLE ab.t ADD COLUMN extra INT DEFAULT 5, ALGORITHM=INSTANT"
     [ "$(sql "SELECT SUM(extra) FROM ab.t")" = "$((5 * ROWS))" ] || die "$e: old rows do not read the added column's default"
+    timed "$e" "$r" drop_column INSTANT "ALTER TABLE ab.t DROP COLUMN pad2, ALGORITHM=INSTANT"
+    timed "$e" "$r" add_column_after INSTANT "ALTER TABLE ab.t ADD COLUMN mid INT DEFAULT 3 AFTER id, ALGORITHM=INSTANT"
+    [ "$(sql "SELECT SUM(mid) + SUM(extra) FROM ab.t")" = "$((8 * ROWS))" ] ||
+      die "$e: old rows do not read the columns' defaults after DROP/ADD AFTER"
+    reads after
     timed "$e" "$r" add_index INPLACE "ALTER TABLE ab.t ADD INDEX kk (k), ALGORITHM=INPLACE"
     [ "$(sql "SELECT COUNT(*) FROM ab.t FORCE INDEX (kk) WHERE k >= 0")" = "$ROWS" ] ||
       die "$e: the new index does not hold every row"
