@@ -18,7 +18,7 @@
  * later SET DEFAULT. V1 rows of a changed table are version 0.
  * A row of the current version unpacks exactly as a V1 row of a table
  * never changed (one more header check); older rows go through their
- * version's columns (row_unpack_version).
+ * version's columns (unpack_version in row_format.cc).
  * Before row versions (a still-read format): instant ADD COLUMN only
  * appended columns; such a table's V1 rows hold the stored columns and
  * null bytes of the legacy RowLayout and it wrote
@@ -44,6 +44,11 @@
  *  2. unpack() never reads past the value and leaves blob columns pointing
  *     into the value buffer: the caller keeps that buffer until the next
  *     row is read.
+ *  3. A table's row versions always describe its current .frm: the ALTER
+ *     that makes a version remaps every older one onto the new columns and
+ *     writes them in the one synced dictionary record that switches the
+ *     .frm version (dict.h invariant 7), so every stored row's version
+ *     resolves; a version a row names that the record lacks is corruption.
  */
 #ifndef TIDESQL_ROW_FORMAT_H
 #define TIDESQL_ROW_FORMAT_H
