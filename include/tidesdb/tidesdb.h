@@ -405,6 +405,29 @@ TDB_API int  tdb_txn_get(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t kle
 TDB_API int  tdb_txn_get_for_update(tdb_txn_t *t, tdb_cf_t *cf, const void *key,
                                     size_t klen, int exclusive, void **val,
                                     size_t *vlen);
+/* Pessimistic transactions only (else TDB_ERR_INVALID_ARG): lock the keys
+ * k of cf with lo <= k < hi (k <= hi with TDB_RANGE_HI_INCLUSIVE; hi NULL:
+ * no upper bound; lolen 0: from the first key) until commit or rollback
+ * (or rolling back past the savepoint before it; a prepared transaction
+ * keeps it). While held, another transaction's write of a key inside it
+ * (and its get_for_update exclusive) waits, as for a row lock (same
+ * timeout, deadlock detection, tdb_txn_cancel_wait, tdb_list_lock_waits).
+ * Range locks never block each other nor shared row locks, like InnoDB's
+ * gap locks; TDB_RANGE_EXCLUSIVE is the mode reported. The call first
+ * waits for rows already write-locked inside the range by others (and
+ * then holds a shared lock on them). *range_id (if not NULL) names the
+ * lock for tdb_txn_narrow_range. Errors as tdb_txn_get_for_update. */
+#define TDB_RANGE_EXCLUSIVE    1
+#define TDB_RANGE_HI_INCLUSIVE 2
+TDB_API int  tdb_txn_lock_range(tdb_txn_t *t, tdb_cf_t *cf, const void *lo, size_t lolen,
+                                const void *hi, size_t hilen, int flags, uint64_t *range_id);
+/* Narrow t's range lock range_id to its intersection with [lo, hi] (hi
+ * inclusive with TDB_RANGE_HI_INCLUSIVE; lo NULL or hi NULL: that bound
+ * unchanged; never widens): a scan that locked up to its end bound and
+ * stopped early keeps only what it read. A lock no longer held (rolled
+ * back to a savepoint): nothing to do. */
+TDB_API int  tdb_txn_narrow_range(tdb_txn_t *t, uint64_t range_id, const void *lo, size_t lolen,
+                                  const void *hi, size_t hilen, int flags);
 /* Iterator over the transaction's view: its own writes merged with the
  * snapshot. Valid until the transaction ends. */
 TDB_API int  tdb_txn_iter_create(tdb_txn_t *t, tdb_cf_t *cf, tdb_iter_t **out);
@@ -429,8 +452,8 @@ TDB_API void tdb_txn_cancel_wait(tdb_txn_t *t);
 /* The transaction's id: unique among the transactions of the database
  * since it was opened (a new one after each begin or reset). */
 TDB_API uint64_t tdb_txn_id(const tdb_txn_t *t);
-/* One row-lock wait going on: a waiter queued on (cf_name, key) and one
- * transaction holding that lock (a waiter blocked by several holders is
+/* One row-lock or range-lock wait going on: a waiter queued on (cf_name,
+ * key) and one transaction holding that lock (a waiter blocked by several holders is
  * reported once per holder). Valid only during the callback. */
 typedef struct tdb_lock_wait {
     uint64_t    waiter_txn_id;    /* tdb_txn_id of the waiting transaction */
@@ -440,6 +463,13 @@ typedef struct tdb_lock_wait {
     size_t      klen;
     int         waiter_exclusive; /* mode asked (1 = exclusive) */
     int         holder_exclusive; /* mode held */
+    /* is_range: the holder holds a range lock from key (inclusive) to hi
+     * (NULL: unbounded; inclusive if hi_inclusive) and the waiter is
+     * writing a key inside it. */
+    int         is_range;
+    const void *hi;
+    size_t      hilen;
+    int         hi_inclusive;
 } tdb_lock_wait_t;
 typedef int (*tdb_lock_wait_fn)(void *ctx, const tdb_lock_wait_t *w);
 /* Call fn for each current (waiter, holder) pair of the pessimistic row

@@ -35,6 +35,7 @@ typedef struct lk_grant {
     lk_head_t *head;
     struct lk_grant *prev, *next; /* the head's holders list */
     int excl;
+    uint64_t rid; /* range locks: the owner's number for it (from 1) */
 } lk_grant_t;
 
 typedef struct lk_wait {
@@ -44,14 +45,22 @@ typedef struct lk_wait {
     lk_grant_t *upgrade;          /* held shared grant to make exclusive */
     lk_grant_t *fresh;            /* new grant to link when granted */
     int excl;                     /* mode asked */
+    int pass;                     /* a writer waiting for a range lock to go */
     int granted;                  /* set by the granter (stripe + owner mu) */
 } lk_wait_t;
 
 struct lk_head {
-    lk_head_t *hnext; /* bucket chain */
+    lk_head_t *hnext; /* bucket chain; for a range head, the range list */
+    lk_head_t *rprev; /* range heads: previous in the range list */
     uint64_t hash;
     uint32_t cf_id;
     size_t klen;
+    /* Range heads (range = 1): rb holds lo (klen bytes) then hi (hilen
+     * bytes), replaced when the range is narrowed (under rs.mu); key[] is
+     * empty. The one holder is the owner of the range lock. */
+    int range, hi_inf, hi_incl;
+    size_t hilen;
+    char *rb;
     lk_grant_t *holders;
     size_t nholders;
     int nexcl;              /* exclusive holders: 0 or 1 (then nholders == 1) */
@@ -73,6 +82,13 @@ typedef struct lk_rec {
 
 struct lock_mgr {
     lk_stripe_t stripes[LM_STRIPES];
+    /* Range locks: a list of range heads (ranges) under rs.mu (rs is used
+     * as the stripe of every range head); nranges counts them, read
+     * without a lock on the write path (see lock_acquire). */
+    lk_stripe_t rs;
+    lk_head_t *ranges;
+    _Atomic size_t nranges;
+    _Atomic uint64_t range_locks, range_waits;
     pthread_mutex_t graph_mu;
     /* Under graph_mu: DFS epoch and stack. */
     uint64_t epoch;
@@ -91,6 +107,7 @@ struct lock_owner {
     lk_wait_t wait;
     uint64_t visit; /* DFS epoch (graph_mu) */
     /* Owner thread only. */
+    uint64_t next_rid; /* range locks taken so far */
     lk_rec_t *log;
     size_t nlog, caplog;
     size_t nheld;
@@ -118,7 +135,14 @@ lock_mgr_t *lock_mgr_create(void) {
         }
         s->nbuckets = LM_MIN_BUCKETS;
     }
-    if (pthread_mutex_init(&m->graph_mu, NULL) != 0) goto fail;
+    if (pthread_mutex_init(&m->rs.mu, NULL) != 0) goto fail;
+    if (pthread_mutex_init(&m->graph_mu, NULL) != 0) {
+        pthread_mutex_destroy(&m->rs.mu);
+        goto fail;
+    }
+    atomic_init(&m->nranges, 0);
+    atomic_init(&m->range_locks, 0);
+    atomic_init(&m->range_waits, 0);
     atomic_init(&m->acquired, 0);
     atomic_init(&m->waits, 0);
     atomic_init(&m->deadlocks, 0);
@@ -152,6 +176,13 @@ void lock_mgr_destroy(lock_mgr_t *m) {
         free(s->buckets);
         pthread_mutex_destroy(&s->mu);
     }
+    while (m->ranges) {
+        lk_head_t *n = m->ranges->hnext;
+        free(m->ranges->rb);
+        free(m->ranges);
+        m->ranges = n;
+    }
+    pthread_mutex_destroy(&m->rs.mu);
     pthread_mutex_destroy(&m->graph_mu);
     free(m->stack);
     free(m);
@@ -214,9 +245,24 @@ static lk_head_t *lk_head_new(lk_stripe_t *s, uint64_t hash, uint32_t cf_id, sli
     return h;
 }
 
-/* Unlink and free h if it has no holders and no waiters (caller holds s->mu). */
-static void lk_head_maybe_free(lk_stripe_t *s, lk_head_t *h) {
+/* The stripe whose mutex guards h. */
+static lk_stripe_t *lk_head_stripe(lock_mgr_t *m, const lk_head_t *h) {
+    return h->range ? &m->rs : lk_stripe(m, h->hash);
+}
+
+/* Unlink and free h if it has no holders and no waiters (caller holds the
+ * mutex of its stripe, lk_head_stripe). */
+static void lk_head_maybe_free(lock_mgr_t *m, lk_stripe_t *s, lk_head_t *h) {
     if (h->holders || h->qfirst) return;
+    if (h->range) {
+        if (h->rprev) h->rprev->hnext = h->hnext;
+        else m->ranges = h->hnext;
+        if (h->hnext) h->hnext->rprev = h->rprev;
+        atomic_fetch_sub_explicit(&m->nranges, 1, memory_order_relaxed);
+        free(h->rb);
+        free(h);
+        return;
+    }
     lk_head_t **pp = &s->buckets[h->hash & (s->nbuckets - 1)];
     while (*pp != h) pp = &(*pp)->hnext;
     *pp = h->hnext;
@@ -290,7 +336,10 @@ static void lk_dequeue(lk_head_t *h, lk_wait_t *w) {
 static void lk_grant_waiters(lock_mgr_t *m, lk_head_t *h) {
     lk_wait_t *w;
     while ((w = h->qfirst) != NULL) {
-        if (w->upgrade) {
+        if (w->pass) {
+            /* A range head: its waiters pass together once it is released. */
+            if (h->nholders) break;
+        } else if (w->upgrade) {
             if (h->nholders != 1) break; /* the one holder is w's owner */
             w->upgrade->excl = 1;
             h->nexcl = 1;
@@ -451,7 +500,7 @@ static struct timespec lk_deadline(int64_t timeout_us) {
 /* Slow path: enqueue (after the deadlock check) and wait. Called with the
  * stripe mutex held; returns with it released. mine: held shared grant to
  * upgrade, or NULL. */
-static int lk_wait_for(lock_owner_t *o, lk_stripe_t *s, lk_head_t *h, lk_grant_t *mine, int excl,
+static int lk_wait_for(lock_owner_t *o, lk_stripe_t *s, lk_head_t *h, lk_grant_t *mine, int excl, int pass,
                        int64_t timeout_us) {
     lock_mgr_t *m = o->m;
     lk_wait_t *w = &o->wait;
@@ -473,8 +522,9 @@ static int lk_wait_for(lock_owner_t *o, lk_stripe_t *s, lk_head_t *h, lk_grant_t
     }
     w->upgrade = mine;
     w->excl = excl;
+    w->pass = pass;
     w->fresh = NULL;
-    if (!mine) {
+    if (!mine && !pass) {
         w->fresh = (lk_grant_t *)calloc(1, sizeof *w->fresh);
         if (!w->fresh) {
             pthread_mutex_unlock(&s->mu);
@@ -501,6 +551,7 @@ static int lk_wait_for(lock_owner_t *o, lk_stripe_t *s, lk_head_t *h, lk_grant_t
     pthread_mutex_unlock(&m->graph_mu);
     pthread_mutex_unlock(&s->mu);
     STAT_ADD(m, waits, 1);
+    if (pass) STAT_ADD(m, range_waits, 1);
 
     struct timespec deadline;
     if (timeout_us > 0) deadline = lk_deadline(timeout_us);
@@ -530,10 +581,11 @@ static int lk_wait_for(lock_owner_t *o, lk_stripe_t *s, lk_head_t *h, lk_grant_t
             lk_dequeue(h, w);
             lk_grant_waiters(m, h);
             pthread_mutex_unlock(&m->graph_mu);
-            lk_head_maybe_free(s, h);
+            lk_head_maybe_free(m, s, h);
         }
         pthread_mutex_unlock(&s->mu);
     }
+    if (granted && pass) return TDB_OK;
     if (granted) {
         lk_log(o, mine ? mine : w->fresh, mine != NULL);
         w->fresh = NULL;
@@ -554,8 +606,8 @@ static int lk_wait_for(lock_owner_t *o, lk_stripe_t *s, lk_head_t *h, lk_grant_t
 }
 
 /* Lock (cf_id, key) shared or exclusive: fast paths under the stripe mutex,
- * else queue and wait (see lock_mgr.h). */
-int lock_acquire(lock_owner_t *o, uint32_t cf_id, slice_t key, int exclusive, int64_t timeout_us) {
+ * else queue and wait (see lock_mgr.h). Range locks are not looked at. */
+static int lk_acquire_key(lock_owner_t *o, uint32_t cf_id, slice_t key, int exclusive, int64_t timeout_us) {
     lock_mgr_t *m = o->m;
     int rc;
     exclusive = exclusive != 0;
@@ -589,12 +641,12 @@ int lock_acquire(lock_owner_t *o, uint32_t cf_id, slice_t key, int exclusive, in
             STAT_ADD(m, acquired, 1);
             return TDB_OK;
         }
-        return lk_wait_for(o, s, h, mine, 1, timeout_us);
+        return lk_wait_for(o, s, h, mine, 1, 0, timeout_us);
     }
     if (!h->qfirst && (exclusive ? h->nholders == 0 : h->nexcl == 0)) {
         lk_grant_t *g = (lk_grant_t *)calloc(1, sizeof *g);
         if (!g) {
-            lk_head_maybe_free(s, h);
+            lk_head_maybe_free(m, s, h);
             pthread_mutex_unlock(&s->mu);
             return tdb_err(TDB_ERR_NOMEM, "lock grant");
         }
@@ -607,7 +659,210 @@ int lock_acquire(lock_owner_t *o, uint32_t cf_id, slice_t key, int exclusive, in
         STAT_ADD(m, acquired, 1);
         return TDB_OK;
     }
-    return lk_wait_for(o, s, h, NULL, exclusive, timeout_us);
+    return lk_wait_for(o, s, h, NULL, exclusive, 0, timeout_us);
+}
+
+/* Whether range head h covers (cf_id, key). */
+static int lk_range_covers(const lk_head_t *h, uint32_t cf_id, slice_t key) {
+    if (h->cf_id != cf_id) return 0;
+    size_t n = h->klen < key.size ? h->klen : key.size;
+    int c = n ? memcmp(key.data, h->rb, n) : 0;
+    if (c < 0 || (c == 0 && key.size < h->klen)) return 0; /* key < lo */
+    if (h->hi_inf) return 1;
+    n = h->hilen < key.size ? h->hilen : key.size;
+    c = n ? memcmp(key.data, h->rb + h->klen, n) : 0;
+    if (c == 0) c = key.size < h->hilen ? -1 : key.size > h->hilen ? 1 : 0;
+    return c < 0 || (c == 0 && h->hi_incl);
+}
+
+/* A writer of (cf_id, key), already holding its exclusive key lock: wait
+ * until no other owner's range lock covers the key. Each conflicting range
+ * is waited for like a lock head (its one holder is the range's owner), so
+ * deadlock detection, timeouts and cancellation apply; after each wait the
+ * ranges are looked at again. */
+static int lk_range_check(lock_owner_t *o, uint32_t cf_id, slice_t key, int64_t timeout_us) {
+    lock_mgr_t *m = o->m;
+    for (;;) {
+        pthread_mutex_lock(&m->rs.mu);
+        lk_head_t *h = m->ranges;
+        for (; h; h = h->hnext)
+            if (h->holders && h->holders->owner != o && lk_range_covers(h, cf_id, key)) break;
+        if (!h) {
+            pthread_mutex_unlock(&m->rs.mu);
+            return TDB_OK;
+        }
+        int rc = lk_wait_for(o, &m->rs, h, NULL, 1, 1, timeout_us);
+        if (rc != TDB_OK) return rc;
+    }
+}
+
+/* Key lock, then (exclusive only) the range locks of others: the key lock
+ * comes first so that a range locker either finds it (and waits for it) or
+ * has already published its range, which this writer then sees: the range
+ * list is published (nranges raised) before the locker reads any stripe,
+ * and the key grant is made under its stripe mutex, so of the two the
+ * later one sees the other. The check costs one relaxed load while no
+ * range lock exists. A failed range wait gives the key lock back. */
+int lock_acquire(lock_owner_t *o, uint32_t cf_id, slice_t key, int exclusive, int64_t timeout_us) {
+    size_t mark = o->nlog;
+    int rc = lk_acquire_key(o, cf_id, key, exclusive, timeout_us);
+    if (rc != TDB_OK || !exclusive || atomic_load_explicit(&o->m->nranges, memory_order_relaxed) == 0) return rc;
+    if (o->nlog == mark) return TDB_OK; /* held exclusive already: checked then */
+    rc = lk_range_check(o, cf_id, key, timeout_us);
+    if (rc != TDB_OK) lock_release_since(o, mark);
+    return rc;
+}
+
+/* Whether a key head h of cf_id, held exclusive by an owner other than o,
+ * lies inside the range [lo, hi] of head r. */
+static int lk_blocks_range(const lk_head_t *h, const lk_head_t *r, const lock_owner_t *o) {
+    if (h->nexcl == 0 || h->holders->owner == o) return 0;
+    return lk_range_covers(r, h->cf_id, slice_make(h->key, h->klen));
+}
+
+/* Lock a key range: publish the range head first (later writers see it and
+ * wait), then wait for every exclusive key lock already held inside the
+ * range by another owner (a shared lock on that key, queued like any
+ * request, so FIFO, deadlock detection and timeouts apply; it is kept, as
+ * a lock on a key of the locked range). */
+int lock_acquire_range(lock_owner_t *o, uint32_t cf_id, slice_t lo, const slice_t *hi, int hi_inclusive,
+                       int exclusive, int64_t timeout_us, uint64_t *rid) {
+    lock_mgr_t *m = o->m;
+    int rc;
+    if ((rc = lk_log_reserve(o)) != TDB_OK) return rc;
+    size_t hilen = hi ? hi->size : 0;
+    lk_head_t *h = (lk_head_t *)calloc(1, sizeof *h);
+    lk_grant_t *g = (lk_grant_t *)calloc(1, sizeof *g);
+    char *rb = (char *)malloc(lo.size + hilen + 1);
+    if (!h || !g || !rb) {
+        free(h);
+        free(g);
+        free(rb);
+        return tdb_err(TDB_ERR_NOMEM, "range lock");
+    }
+    h->range = 1;
+    h->cf_id = cf_id;
+    h->rb = rb;
+    h->klen = lo.size;
+    if (lo.size) memcpy(rb, lo.data, lo.size);
+    h->hi_inf = hi == NULL;
+    h->hi_incl = hi_inclusive != 0;
+    h->hilen = hilen;
+    if (hilen) memcpy(rb + lo.size, hi->data, hilen);
+    g->owner = o;
+    g->excl = exclusive != 0;
+    size_t mark = o->nlog;
+    pthread_mutex_lock(&m->rs.mu);
+    h->hnext = m->ranges;
+    if (m->ranges) m->ranges->rprev = h;
+    m->ranges = h;
+    lk_holder_add(h, g);
+    atomic_fetch_add_explicit(&m->nranges, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&m->rs.mu);
+    lk_log(o, g, 0);
+    g->rid = ++o->next_rid;
+    if (rid) *rid = g->rid;
+    STAT_ADD(m, held, 1);
+    STAT_ADD(m, range_locks, 1);
+
+    char *kbuf = NULL;
+    size_t kcap = 0;
+    for (unsigned i = 0; i < LM_STRIPES; i++) {
+        lk_stripe_t *s = &m->stripes[i];
+    again:
+        pthread_mutex_lock(&s->mu);
+        for (size_t b = 0; b < s->nbuckets; b++) {
+            for (lk_head_t *k = s->buckets[b]; k; k = k->hnext) {
+                if (!lk_blocks_range(k, h, o)) continue;
+                uint32_t kcf = k->cf_id;
+                size_t kl = k->klen;
+                if (kl > kcap) {
+                    char *nb = (char *)realloc(kbuf, kl);
+                    if (!nb) {
+                        pthread_mutex_unlock(&s->mu);
+                        rc = tdb_err(TDB_ERR_NOMEM, "range lock");
+                        goto fail;
+                    }
+                    kbuf = nb;
+                    kcap = kl;
+                }
+                if (kl) memcpy(kbuf, k->key, kl);
+                pthread_mutex_unlock(&s->mu);
+                if ((rc = lk_acquire_key(o, kcf, slice_make(kbuf, kl), 0, timeout_us)) != TDB_OK) goto fail;
+                goto again;
+            }
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    free(kbuf);
+    return TDB_OK;
+fail:
+    free(kbuf);
+    lock_release_since(o, mark);
+    return rc;
+}
+
+/* Compare byte strings a and b (shorter prefix first). */
+static int lk_cmp(const char *a, size_t al, const char *b, size_t bl) {
+    size_t n = al < bl ? al : bl;
+    int c = n ? memcmp(a, b, n) : 0;
+    return c ? c : al < bl ? -1 : al > bl ? 1 : 0;
+}
+
+/* Narrow the owner's range lock rid to its intersection with [lo, hi] and
+ * let its waiting writers look again (each re-checks every range). */
+int lock_narrow_range(lock_owner_t *o, uint64_t rid, const slice_t *lo, const slice_t *hi, int hi_inclusive) {
+    lock_mgr_t *m = o->m;
+    lk_grant_t *g = NULL;
+    for (size_t i = o->nlog; i-- > 0 && !g;)
+        if (!o->log[i].upgrade && o->log[i].g->rid == rid && o->log[i].g->head->range) g = o->log[i].g;
+    if (!g || rid == 0) return TDB_OK;
+    lk_head_t *h = g->head;
+    pthread_mutex_lock(&m->rs.mu);
+    const char *nlo = h->rb, *nhi = h->rb + h->klen;
+    size_t nlol = h->klen, nhil = h->hilen;
+    int ninf = h->hi_inf, nincl = h->hi_incl;
+    if (lo && lk_cmp(lo->data, lo->size, nlo, nlol) > 0) {
+        nlo = lo->data;
+        nlol = lo->size;
+    }
+    if (hi) {
+        int c = ninf ? -1 : lk_cmp(hi->data, hi->size, nhi, nhil);
+        if (c < 0 || (c == 0 && !hi_inclusive)) {
+            nhi = hi->data;
+            nhil = hi->size;
+            ninf = 0;
+            nincl = hi_inclusive != 0;
+        }
+    }
+    char *rb = (char *)malloc(nlol + nhil + 1);
+    if (!rb) {
+        pthread_mutex_unlock(&m->rs.mu);
+        return tdb_err(TDB_ERR_NOMEM, "range lock");
+    }
+    if (nlol) memcpy(rb, nlo, nlol);
+    if (nhil && !ninf) memcpy(rb + nlol, nhi, nhil);
+    free(h->rb);
+    h->rb = rb;
+    h->klen = nlol;
+    h->hilen = ninf ? 0 : nhil;
+    h->hi_inf = ninf;
+    h->hi_incl = nincl;
+    if (h->qfirst) {
+        pthread_mutex_lock(&m->graph_mu);
+        lk_wait_t *w;
+        while ((w = h->qfirst) != NULL) {
+            lk_dequeue(h, w);
+            lock_owner_t *wo = w->owner;
+            pthread_mutex_lock(&wo->mu);
+            w->granted = 1;
+            pthread_cond_signal(&wo->cv);
+            pthread_mutex_unlock(&wo->mu);
+        }
+        pthread_mutex_unlock(&m->graph_mu);
+    }
+    pthread_mutex_unlock(&m->rs.mu);
+    return TDB_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -618,7 +873,7 @@ int lock_acquire(lock_owner_t *o, uint32_t cf_id, slice_t key, int exclusive, in
 static void lk_release_grant(lock_owner_t *o, lk_grant_t *g, int downgrade) {
     lock_mgr_t *m = o->m;
     lk_head_t *h = g->head;
-    lk_stripe_t *s = lk_stripe(m, h->hash);
+    lk_stripe_t *s = lk_head_stripe(m, h);
     pthread_mutex_lock(&s->mu);
     int contended = h->qfirst != NULL;
     if (contended) pthread_mutex_lock(&m->graph_mu);
@@ -634,7 +889,7 @@ static void lk_release_grant(lock_owner_t *o, lk_grant_t *g, int downgrade) {
         lk_grant_waiters(m, h);
         pthread_mutex_unlock(&m->graph_mu);
     }
-    if (!downgrade) lk_head_maybe_free(s, h);
+    if (!downgrade) lk_head_maybe_free(m, s, h);
     pthread_mutex_unlock(&s->mu);
     if (!downgrade) {
         free(g);
@@ -670,6 +925,9 @@ void lock_mgr_stats(lock_mgr_t *m, lock_stats_t *out) {
     out->timeouts = atomic_load_explicit(&m->timeouts, memory_order_relaxed);
     out->cancelled = atomic_load_explicit(&m->cancelled, memory_order_relaxed);
     out->held = atomic_load_explicit(&m->held, memory_order_relaxed);
+    out->range_locks = atomic_load_explicit(&m->range_locks, memory_order_relaxed);
+    out->range_waits = atomic_load_explicit(&m->range_waits, memory_order_relaxed);
+    out->ranges = atomic_load_explicit(&m->nranges, memory_order_relaxed);
 }
 
 /* ---- introspection ---- */
@@ -685,10 +943,15 @@ static int waits_push(lock_wait_info_t **arr, size_t *n, size_t *cap, const lk_h
         *cap = nc;
     }
     lock_wait_info_t *e = &(*arr)[*n];
-    e->key = (char *)malloc(h->klen ? h->klen : 1);
+    size_t all = h->klen + (h->range ? h->hilen : 0);
+    e->key = (char *)malloc(all ? all : 1);
     if (!e->key) return tdb_err(TDB_ERR_NOMEM, "lock wait key");
-    memcpy(e->key, h->key, h->klen);
+    if (all) memcpy(e->key, h->range ? h->rb : h->key, all);
     e->klen = h->klen;
+    e->range = h->range;
+    e->hi = h->range && !h->hi_inf ? e->key + h->klen : NULL;
+    e->hilen = h->range ? h->hilen : 0;
+    e->hi_inclusive = h->range && h->hi_incl;
     e->cf_id = h->cf_id;
     e->waiter_txn_id = w->owner->txn_id;
     e->holder_txn_id = g->owner->txn_id;
@@ -711,6 +974,14 @@ int lock_mgr_list_waits(lock_mgr_t *m, lock_wait_info_t **out, size_t *n) {
                     for (lk_grant_t *g = h->holders; g && rc == TDB_OK; g = g->next)
                         if (g->owner != w->owner) rc = waits_push(&arr, &cnt, &cap, h, w, g);
         pthread_mutex_unlock(&st->mu);
+    }
+    if (rc == TDB_OK) { /* range locks: writers waiting for them to go */
+        pthread_mutex_lock(&m->rs.mu);
+        for (lk_head_t *h = m->ranges; h && rc == TDB_OK; h = h->hnext)
+            for (lk_wait_t *w = h->qfirst; w && rc == TDB_OK; w = w->next)
+                for (lk_grant_t *g = h->holders; g && rc == TDB_OK; g = g->next)
+                    if (g->owner != w->owner) rc = waits_push(&arr, &cnt, &cap, h, w, g);
+        pthread_mutex_unlock(&m->rs.mu);
     }
     if (rc != TDB_OK) {
         lock_wait_info_free(arr, cnt);

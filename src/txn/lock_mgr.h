@@ -106,6 +106,31 @@ uint64_t lock_owner_txn_id(const lock_owner_t *o);
  * first). */
 int lock_acquire(lock_owner_t *o, uint32_t cf_id, slice_t key, int exclusive, int64_t timeout_us);
 
+/* Range lock on the keys k of cf_id with lo <= k and k < hi (k <= hi if
+ * hi_inclusive; hi NULL: no upper bound), recorded like a key lock (held
+ * until released, undone by lock_release_since). While it is held, another
+ * owner's exclusive lock_acquire of a key inside it (a write, or a locking
+ * read for update) waits after taking its key lock, until the range is
+ * released: FIFO does not apply (all such writers pass together), deadlock
+ * detection, timeout_us (for the range wait, counted apart from the key
+ * wait) and lock_cancel_wait do. Range locks never conflict with each other
+ * nor with shared key locks (InnoDB's gap locks behave so); `exclusive` is
+ * the mode reported. Taking one first waits for every exclusive key lock
+ * another owner already holds inside the range (by queueing a shared
+ * request on that key, kept until release). Errors as lock_acquire; on an
+ * error nothing stays held by this call. */
+int lock_acquire_range(lock_owner_t *o, uint32_t cf_id, slice_t lo, const slice_t *hi, int hi_inclusive,
+                       int exclusive, int64_t timeout_us, uint64_t *rid);
+
+/* *rid (if rid) names the range lock for lock_narrow_range: the owner's
+ * count of range locks so far. */
+/* Narrow the owner's range lock rid (not held any more: nothing to do)
+ * to its intersection with [lo, hi] (hi inclusive if hi_inclusive; NULL
+ * bound: keep that bound). Writers waiting for it look again. For a scan
+ * that locked up to its end bound and stopped early (LIMIT). Owner thread.
+ * TDB_ERR_NOMEM. */
+int lock_narrow_range(lock_owner_t *o, uint64_t rid, const slice_t *lo, const slice_t *hi, int hi_inclusive);
+
 /* Acquisitions recorded so far (new locks and upgrades; re-entrant no-ops
  * are not recorded): a savepoint mark for lock_release_since. */
 size_t lock_owner_count(const lock_owner_t *o);
@@ -134,6 +159,9 @@ typedef struct lock_stats {
     uint64_t timeouts;  /* TDB_ERR_TIMEOUT returned (incl. try-once) */
     uint64_t cancelled; /* TDB_ERR_ABORTED returned */
     uint64_t held;      /* (owner, lock) pairs held right now */
+    uint64_t range_locks; /* lock_acquire_range calls that published a range */
+    uint64_t range_waits; /* writers that waited for a range lock */
+    uint64_t ranges;      /* range locks held right now */
 } lock_stats_t;
 /* Counters since create (held: current). Thread-safe. */
 void lock_mgr_stats(lock_mgr_t *m, lock_stats_t *out);
@@ -146,6 +174,11 @@ typedef struct lock_wait_info {
     int waiter_excl, holder_excl;
     char *key;
     size_t klen;
+    /* range: the wait is for a range lock [key, hi] (hi NULL: unbounded;
+     * hi points into the key allocation); the waiter is a writer. */
+    int range, hi_inclusive;
+    const char *hi;
+    size_t hilen;
 } lock_wait_info_t;
 /* A copy of every current wait as (waiter, holder) pairs, each stripe read
  * under its mutex (a queued waiter's head is only changed under it), so

@@ -239,7 +239,8 @@ int tdb_list_lock_waits(tdb_t *db, tdb_lock_wait_fn fn, void *ctx) {
         char name[256];
         if (db_cf_name_of(db, w[i].cf_id, name, sizeof name) != TDB_OK) continue; /* dropped meanwhile */
         tdb_lock_wait_t e = {w[i].waiter_txn_id, w[i].holder_txn_id, name, w[i].key,
-                             w[i].klen, w[i].waiter_excl, w[i].holder_excl};
+                             w[i].klen, w[i].waiter_excl, w[i].holder_excl,
+                             w[i].range, w[i].hi, w[i].hilen, w[i].hi_inclusive};
         reported++;
         if (fn(ctx, &e)) break;
     }
@@ -384,6 +385,31 @@ int tdb_txn_get_for_update(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t k
         }
     }
     return rc;
+}
+
+int tdb_txn_lock_range(tdb_txn_t *t, tdb_cf_t *cf, const void *lo, size_t lolen, const void *hi, size_t hilen,
+                       int flags, uint64_t *range_id) {
+    int rc = check_active(t);
+    if (rc != TDB_OK) return rc;
+    if ((rc = db_check_cf(t->db, cf)) != TDB_OK) return rc;
+    if (!t->locks) return tdb_err(TDB_ERR_INVALID_ARG, "range locks need a pessimistic transaction");
+    if ((lolen && !lo) || (hilen && !hi) || (flags & ~(TDB_RANGE_EXCLUSIVE | TDB_RANGE_HI_INCLUSIVE)))
+        return tdb_err(TDB_ERR_INVALID_ARG, "tdb_txn_lock_range: bad argument");
+    slice_t h = slice_make(hi, hilen);
+    return lock_acquire_range(t->locks, db_cf_id(cf), slice_make(lo, lolen), hi ? &h : NULL,
+                              (flags & TDB_RANGE_HI_INCLUSIVE) != 0, (flags & TDB_RANGE_EXCLUSIVE) != 0,
+                              t->opts.lock_timeout_ms * 1000, range_id);
+}
+
+int tdb_txn_narrow_range(tdb_txn_t *t, uint64_t range_id, const void *lo, size_t lolen, const void *hi, size_t hilen,
+                         int flags) {
+    int rc = check_active(t);
+    if (rc != TDB_OK) return rc;
+    if (!t->locks) return tdb_err(TDB_ERR_INVALID_ARG, "range locks need a pessimistic transaction");
+    if ((lolen && !lo) || (hilen && !hi) || (flags & ~TDB_RANGE_HI_INCLUSIVE))
+        return tdb_err(TDB_ERR_INVALID_ARG, "tdb_txn_narrow_range: bad argument");
+    slice_t l = slice_make(lo, lolen), h = slice_make(hi, hilen);
+    return lock_narrow_range(t->locks, range_id, lo ? &l : NULL, hi ? &h : NULL, (flags & TDB_RANGE_HI_INCLUSIVE) != 0);
 }
 
 /* SERIALIZABLE scans: widen the iterator's range record to cover what it read. */
