@@ -144,6 +144,22 @@ TEST_F(RangeLock, RangeWaitsForWriteLockInside) {
     EXPECT_EQ(Acq(b, "e", 1), TDB_ERR_TIMEOUT);
 }
 
+// A writer held up by A's own range does not hold up A's next range over
+// its key (A re-reading the range it locked): no wait, no deadlock. The
+// writer then waits for the new range too until A ends.
+TEST_F(RangeLock, WriterBlockedByMyRangeDoesNotBlockMyNextRange) {
+    auto *a = Owner(), *b = Owner();
+    ASSERT_EQ(Range(a, "c", "f"), TDB_OK);
+    auto f = std::async(std::launch::async, [&] { return Acq(b, "d", 1, kLong); });
+    WaitForWaits(m, 1);
+    EXPECT_EQ(Range(a, "a", "z", false, false, 0), TDB_OK);  // try once: granted
+    EXPECT_EQ(Stats(m).deadlocks, 0u);
+    EXPECT_EQ(lock_owner_held(a), 2u);  // the two ranges, no lock on d
+    EXPECT_FALSE(Ready(f, 20));
+    lock_release_all(a);
+    EXPECT_EQ(f.get(), TDB_OK);
+}
+
 // A holds a range, B a row lock; A waits for B's row, B's insert into A's
 // range closes the cycle: B is the victim, A proceeds once B lets go.
 TEST_F(RangeLock, DeadlockRangeThenRow) {

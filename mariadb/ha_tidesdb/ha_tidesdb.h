@@ -173,6 +173,14 @@ class ha_tidesdb : public handler {
   int point_read(uchar *buf, uint idx, const std::string &key);
   bool want_full_row();
 
+  /* ha_tidesdb_range.cc */
+  bool range_locks_wanted() const;
+  bool scan_end_bound(uint idx, std::string *hi);
+  int lock_scan(tdb_cf_t *cf, const std::string &lo, const std::string *hi, bool forward);
+  int lock_index_scan(uint idx, enum ha_rkey_function flag, const std::string &P);
+  void note_scan_row(const uchar *k, size_t kl);
+  void finish_scan_lock();
+
   /* ha_tidesdb_write.cc */
   int encode_pk(const uchar *rec, std::string *out);
   void encode_index_entry(uint idx, const uchar *rec, const std::string &pk, std::string *key,
@@ -201,6 +209,11 @@ class ha_tidesdb : public handler {
   std::string m_scan_prefix; /* index_next_same bound */
   bool m_point = false;      /* last index read was a point lookup */
   std::string m_point_key;
+  /* The running scan's range lock (ha_tidesdb_range.cc): taken, not yet
+   * ended by EOF; its direction and the last key it returned. */
+  bool m_range_open = false, m_range_fwd = true, m_range_any = false;
+  uint64_t m_range_id = 0;
+  std::string m_range_last;
 
   std::string m_last_pk;
   bool m_last_locked = false; /* invariant 6 */

@@ -37,6 +37,7 @@ int ha_tidesdb::open_iter(tdb_cf_t *cf) {
 }
 
 void ha_tidesdb::close_iter() {
+  finish_scan_lock();
   m_iter.close();
   m_positioned = false;
 }
@@ -126,11 +127,15 @@ int ha_tidesdb::fetch(uchar *buf, int dir, bool check_prefix) {
   for (;;) {
     if (!m_iter.valid()) {
       int st = m_iter.status();
+      if (st == TDB_OK) m_range_open = false; /* ran into its end: keep the range */
       return st != TDB_OK ? map_tdb_error(st) : HA_ERR_END_OF_FILE;
     }
     size_t kl, vl;
     const uchar *k = m_iter.key(&kl);
-    if (check_prefix && !starts_with(k, kl, m_scan_prefix)) return HA_ERR_END_OF_FILE;
+    if (check_prefix && !starts_with(k, kl, m_scan_prefix)) {
+      m_range_open = false;
+      return HA_ERR_END_OF_FILE;
+    }
     const uchar *v = m_iter.value(&vl);
     int err = data ? row_from_data_entry(buf, k, kl, v, vl) : row_from_index_entry(buf, active_index, k, kl, v, vl);
     if (err == HA_ERR_KEY_NOT_FOUND) {
@@ -140,7 +145,10 @@ int ha_tidesdb::fetch(uchar *buf, int dir, bool check_prefix) {
         m_iter.prev();
       continue;
     }
-    if (!err) g_counters.rows_read++;
+    if (!err) {
+      g_counters.rows_read++;
+      if (m_range_open) note_scan_row(k, kl);
+    }
     return err;
   }
 }
@@ -168,6 +176,7 @@ int ha_tidesdb::point_read(uchar *buf, uint idx, const std::string &key) {
 }
 
 int ha_tidesdb::index_init(uint idx, bool sorted) {
+  finish_scan_lock();
   active_index = idx;
   m_point = false;
   m_positioned = false;
@@ -175,6 +184,7 @@ int ha_tidesdb::index_init(uint idx, bool sorted) {
 }
 
 int ha_tidesdb::index_end() {
+  finish_scan_lock();
   m_positioned = false;
   m_point = false;
   active_index = MAX_KEY;
@@ -196,7 +206,9 @@ int ha_tidesdb::index_read_map(uchar *buf, const uchar *key, key_part_map keypar
     return err == HA_ERR_END_OF_FILE ? HA_ERR_KEY_NOT_FOUND : err;
   }
 
-  int err = open_iter(index_cf(idx));
+  int err = lock_index_scan(idx, find_flag, P);
+  if (err) return err;
+  err = open_iter(index_cf(idx));
   if (err) return err;
   m_positioned = true;
   int dir = 1;
@@ -264,7 +276,10 @@ int ha_tidesdb::index_next(uchar *buf) {
   if (m_point) {
     /* Continue after a point lookup: position the iterator past it. */
     m_point = false;
-    int err = open_iter(index_cf(active_index));
+    std::string hi;
+    bool have_hi = scan_end_bound(active_index, &hi);
+    int err = range_locks_wanted() ? lock_scan(index_cf(active_index), m_point_key, have_hi ? &hi : NULL, true) : 0;
+    if (!err) err = open_iter(index_cf(active_index));
     if (err) return err;
     m_positioned = true;
     m_iter.seek((const uchar *)m_point_key.data(), m_point_key.size());
@@ -279,7 +294,10 @@ int ha_tidesdb::index_next(uchar *buf) {
 int ha_tidesdb::index_prev(uchar *buf) {
   if (m_point) {
     m_point = false;
-    int err = open_iter(index_cf(active_index));
+    std::string hi = m_point_key;
+    bool have_hi = key_successor(hi);
+    int err = range_locks_wanted() ? lock_scan(index_cf(active_index), std::string(), have_hi ? &hi : NULL, false) : 0;
+    if (!err) err = open_iter(index_cf(active_index));
     if (err) return err;
     m_positioned = true;
     m_iter.seek_for_prev((const uchar *)m_point_key.data(), m_point_key.size());
@@ -300,7 +318,13 @@ int ha_tidesdb::index_next_same(uchar *buf, const uchar *key, uint keylen) {
 
 int ha_tidesdb::index_first(uchar *buf) {
   m_point = false;
-  int err = open_iter(index_cf(active_index));
+  int err = 0;
+  if (range_locks_wanted()) {
+    std::string hi;
+    bool have_hi = scan_end_bound(active_index, &hi);
+    err = lock_scan(index_cf(active_index), std::string(), have_hi ? &hi : NULL, true);
+  }
+  if (!err) err = open_iter(index_cf(active_index));
   if (err) return err;
   m_positioned = true;
   m_iter.seek_to_first();
@@ -309,7 +333,8 @@ int ha_tidesdb::index_first(uchar *buf) {
 
 int ha_tidesdb::index_last(uchar *buf) {
   m_point = false;
-  int err = open_iter(index_cf(active_index));
+  int err = range_locks_wanted() ? lock_scan(index_cf(active_index), std::string(), NULL, false) : 0;
+  if (!err) err = open_iter(index_cf(active_index));
   if (err) return err;
   m_positioned = true;
   m_iter.seek_to_last();
@@ -327,6 +352,7 @@ int ha_tidesdb::rnd_init(bool scan) {
 }
 
 int ha_tidesdb::rnd_end() {
+  finish_scan_lock();
   m_positioned = false;
   m_rnd_started = false;
   return 0;
@@ -334,7 +360,8 @@ int ha_tidesdb::rnd_end() {
 
 int ha_tidesdb::rnd_next(uchar *buf) {
   if (!m_rnd_started) {
-    int err = open_iter(data_cf());
+    int err = range_locks_wanted() ? lock_scan(data_cf(), std::string(), NULL, true) : 0;
+    if (!err) err = open_iter(data_cf());
     if (err) return err;
     m_positioned = true;
     m_iter.seek_to_first();

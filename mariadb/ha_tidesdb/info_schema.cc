@@ -179,10 +179,16 @@ struct WaitPair {
   int wx, hx;
 };
 
+/* A row lock's key in hex; a range lock's as "lo..hi" ("lo.." when it has
+ * no upper bound, "lo..hi]" when hi is included). */
 int collect_wait(void *ctx, const tdb_lock_wait_t *w) {
+  std::string key = hex(w->key, w->klen, 64);
+  if (w->is_range) {
+    key += "..";
+    if (w->hi) key += hex(w->hi, w->hilen, 64) + (w->hi_inclusive ? "]" : "");
+  }
   ((std::vector<WaitPair> *)ctx)
-      ->push_back({w->waiter_txn_id, w->holder_txn_id, w->cf_name, hex(w->key, w->klen, 64), w->waiter_exclusive,
-                   w->holder_exclusive});
+      ->push_back({w->waiter_txn_id, w->holder_txn_id, w->cf_name, key, w->waiter_exclusive, w->holder_exclusive});
   return 0;
 }
 

@@ -318,6 +318,7 @@ struct StatusValues {
   ulonglong conflicts, lock_deadlocks, lock_wait_timeouts, write_stalls_busy;
   ulonglong lock_waits, flushes_pending, compactions_pending;
   ulonglong alter_instant, alter_inplace, alter_index_rows, alter_catchup_rows;
+  ulonglong range_locks;
   char build[16];
 };
 static thread_local StatusValues t_sv;
@@ -370,6 +371,7 @@ static const SHOW_VAR status_template[] = {
     SV(alter_inplace, SHOW_ULONGLONG),
     SV(alter_index_rows, SHOW_ULONGLONG),
     SV(alter_catchup_rows, SHOW_ULONGLONG),
+    SV(range_locks, SHOW_ULONGLONG),
     SV(build, SHOW_CHAR),
     {NullS, NullS, SHOW_LONG}};
 #undef SV
@@ -427,6 +429,7 @@ static int show_tidesdb_vars(THD *, SHOW_VAR *var, void *, struct system_status_
   v.alter_inplace = g_counters.alter_inplace;
   v.alter_index_rows = g_counters.alter_index_rows;
   v.alter_catchup_rows = g_counters.alter_catchup_rows;
+  v.range_locks = g_counters.range_locks;
   v.unified_memtable_active = g_unified_active;
   v.tables = dict_table_names().size();
   v.conflicts = Trx::s_conflicts;

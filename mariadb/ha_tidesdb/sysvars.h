@@ -69,6 +69,8 @@ struct Counters {
   std::atomic<ulonglong> alter_instant{0}, alter_inplace{0}, alter_index_rows{0};
   /* Primary keys an online ADD INDEX caught up (rows changed meanwhile). */
   std::atomic<ulonglong> alter_catchup_rows{0};
+  /* Range locks taken by locking scans (ha_tidesdb_range.cc). */
+  std::atomic<ulonglong> range_locks{0};
 };
 extern Counters g_counters;
 

@@ -540,6 +540,31 @@ int Trx::get_for_update(tdb_cf_t *cf, const uchar *key, size_t klen, bool exclus
   return 0;
 }
 
+int Trx::lock_range(tdb_cf_t *cf, const std::string &lo, const std::string *hi, bool exclusive, uint64_t *id) {
+  int err = begin();
+  if (err) return err;
+  if (!pessimistic()) return 0;
+  auto lock = [&] {
+    return tdb_txn_lock_range(m_txn, cf, lo.data(), lo.size(), hi ? hi->data() : NULL, hi ? hi->size() : 0,
+                              exclusive ? TDB_RANGE_EXCLUSIVE : 0, id);
+  };
+  /* Try without waiting first, so the processlist shows the lock-wait
+   * state only for a range that has to wait (tests watch that state). */
+  int rc = tdb_txn_set_lock_timeout(m_txn, 0);
+  if (rc == TDB_OK) rc = lock();
+  int rc2 = tdb_txn_set_lock_timeout(m_txn, m_opts.lock_timeout_ms);
+  if (rc == TDB_ERR_TIMEOUT && m_opts.lock_timeout_ms > 0) rc = lock_call(this, true, lock);
+  if (rc == TDB_OK) rc = rc2;
+  return rc != TDB_OK ? map_err(rc) : 0;
+}
+
+int Trx::narrow_range(uint64_t id, const std::string *lo, const std::string *hi) {
+  if (!m_active || m_prepared || !m_txn || !pessimistic()) return 0;
+  int rc = tdb_txn_narrow_range(m_txn, id, lo ? lo->data() : NULL, lo ? lo->size() : 0, hi ? hi->data() : NULL,
+                                hi ? hi->size() : 0, TDB_RANGE_HI_INCLUSIVE);
+  return rc != TDB_OK ? map_err(rc) : 0;
+}
+
 void Trx::add_rows(const TableDefPtr &def, int64_t delta) {
   Touched &t = m_stmt_tables[def.get()];
   if (!t.def) t.def = def;

@@ -124,6 +124,13 @@ class Trx {
   int get_for_update(tdb_cf_t *cf, const uchar *key, size_t klen, bool exclusive, std::string *val,
                      bool skip_locked = false);
 
+  /* Range lock (pessimistic only; else nothing): keys k of cf with
+   * lo <= k < *hi (hi NULL: no upper bound), held to the end of the
+   * transaction; inserts of others into it wait (tdb_txn_lock_range);
+   * *id names it. narrow_range cuts range id to [*lo, *hi] (NULL: keep). */
+  int lock_range(tdb_cf_t *cf, const std::string &lo, const std::string *hi, bool exclusive, uint64_t *id);
+  int narrow_range(uint64_t id, const std::string *lo, const std::string *hi);
+
   /* Row-count change and AUTO_INCREMENT use of a table. */
   void add_rows(const TableDefPtr &def, int64_t delta);
   void touch_table(const TableDefPtr &def);

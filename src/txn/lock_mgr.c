@@ -46,6 +46,8 @@ typedef struct lk_wait {
     lk_grant_t *fresh;            /* new grant to link when granted */
     int excl;                     /* mode asked */
     int pass;                     /* a writer waiting for a range lock to go */
+    uint32_t pcf;                 /* pass: the key it is writing (caller's */
+    slice_t pkey;                 /*   buffer, set before it queues) */
     int granted;                  /* set by the granter (stripe + owner mu) */
 } lk_wait_t;
 
@@ -691,6 +693,8 @@ static int lk_range_check(lock_owner_t *o, uint32_t cf_id, slice_t key, int64_t 
             pthread_mutex_unlock(&m->rs.mu);
             return TDB_OK;
         }
+        o->wait.pcf = cf_id;
+        o->wait.pkey = key;
         int rc = lk_wait_for(o, &m->rs, h, NULL, 1, 1, timeout_us);
         if (rc != TDB_OK) return rc;
     }
@@ -713,11 +717,22 @@ int lock_acquire(lock_owner_t *o, uint32_t cf_id, slice_t key, int exclusive, in
     return rc;
 }
 
-/* Whether a key head h of cf_id, held exclusive by an owner other than o,
- * lies inside the range [lo, hi] of head r. */
-static int lk_blocks_range(const lk_head_t *h, const lk_head_t *r, const lock_owner_t *o) {
+/* Whether key head h, held exclusive by an owner other than o, lies inside
+ * range head r, and is not the key its holder is trying to write while held
+ * up by one of o's own ranges (it wrote nothing there yet and cannot before o ends or narrows that
+ * range, and then it looks at o's ranges again: waiting for it would only
+ * make o the victim of a deadlock InnoDB does not have, a locking re-read
+ * of a range someone is blocked inserting into). Caller holds h's stripe
+ * mutex; the holder's wait is read under the graph mutex (lock order). */
+static int lk_blocks_range(lock_mgr_t *m, const lk_head_t *h, const lk_head_t *r, const lock_owner_t *o) {
     if (h->nexcl == 0 || h->holders->owner == o) return 0;
-    return lk_range_covers(r, h->cf_id, slice_make(h->key, h->klen));
+    if (!lk_range_covers(r, h->cf_id, slice_make(h->key, h->klen))) return 0;
+    pthread_mutex_lock(&m->graph_mu);
+    const lk_wait_t *w = &h->holders->owner->wait;
+    int held_up = w->head && w->pass && w->head->holders && w->head->holders->owner == o && w->pcf == h->cf_id &&
+                  w->pkey.size == h->klen && (h->klen == 0 || memcmp(w->pkey.data, h->key, h->klen) == 0);
+    pthread_mutex_unlock(&m->graph_mu);
+    return !held_up;
 }
 
 /* Lock a key range: publish the range head first (later writers see it and
@@ -773,7 +788,7 @@ int lock_acquire_range(lock_owner_t *o, uint32_t cf_id, slice_t lo, const slice_
         pthread_mutex_lock(&s->mu);
         for (size_t b = 0; b < s->nbuckets; b++) {
             for (lk_head_t *k = s->buckets[b]; k; k = k->hnext) {
-                if (!lk_blocks_range(k, h, o)) continue;
+                if (!lk_blocks_range(m, k, h, o)) continue;
                 uint32_t kcf = k->cf_id;
                 size_t kl = k->klen;
                 if (kl > kcap) {
