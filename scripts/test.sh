@@ -3,7 +3,8 @@
 #   1. unit + integration tests (ctest): installs the build dependencies
 #      (skipping what is installed), builds RelWithDebInfo into build/,
 #      checks the layering rules (scripts/check_layers.sh, seconds) and
-#      the lock table of docs/design/locks.md (scripts/check_locks.sh);
+#      the lock table of docs/design/locks.md (scripts/check_locks.sh) and
+#      the status-variable table of tidesql.md (scripts/check_status_doc.sh);
 #   2. bindings: the Go binding (bindings/go/test.sh: go vet, go test
 #      -race) and the Python binding (bindings/python/test.sh: pip install
 #      into a venv, pytest), both over build/'s library (about 1-2 min);
@@ -43,6 +44,7 @@ unit() {
         cmake --build build -j2 &&
         bash scripts/check_layers.sh --build build &&
         bash scripts/check_locks.sh && bash scripts/check_locks.sh --selftest &&
+        bash scripts/check_status_doc.sh && bash scripts/check_status_doc.sh --selftest &&
         ctest --test-dir build --output-on-failure -j2 --timeout 900
 }
 
