@@ -42,8 +42,18 @@
  *    cycles it would close: it is the one victim (TDB_ERR_DEADLOCK, nothing
  *    enqueued, its held locks untouched).
  *
+ * Range locks (lock_acquire_range; docs/design/locks.md "Range locks")
+ *  - A range head lives in the manager's range list, guarded by rs.mu,
+ *    which plays the stripe mutex for every range head (never held with
+ *    another stripe mutex). Its one holder is the range's owner; writers
+ *    inside it queue as "pass" waiters, all woken when it is released or
+ *    narrowed, so the graph, timeouts and cancellation work unchanged.
+ *  - A writer takes its key lock, then checks the ranges; a range locker
+ *    publishes its range, then reads every stripe: the later one sees the
+ *    other (both stripe-mutex ordered), a mutual wait is a deadlock.
+ *
  * Locks and lock order (never the reverse)
- *    stripe mutex (one at a time)  ->  graph mutex  ->  owner mutex
+ *    stripe mutex or rs.mu (one at a time)  ->  graph mutex  ->  owner mutex
  *  - The graph mutex is taken only on the slow path: enqueue, and any change
  *    to a contended head. Uncontended acquire/release take one stripe mutex.
  *  - The owner mutex guards the owner's `granted` flag, `cancel` flag and is
