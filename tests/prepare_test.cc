@@ -203,6 +203,24 @@ TEST_F(PrepareTest, PreparedKeysConflictWithEveryKindOfWriter) {
     EXPECT_EQ(CommitOther("k"), TDB_OK);
 }
 
+// A prepared pessimistic transaction keeps its range locks (as its row
+// locks) until it is resolved: inserts into the range wait, others do not.
+TEST_F(PrepareTest, PreparedKeepsRangeLocks) {
+    tdb_txn_t *p = Begin(true);
+    ASSERT_EQ(tdb_txn_lock_range(p, cf_, "c", 1, "f", 1, TDB_RANGE_EXCLUSIVE, nullptr), TDB_OK) << tdb_last_error();
+    ASSERT_EQ(tdb_txn_put(p, cf_, "a", 1, "P", 1, 0), TDB_OK);
+    ASSERT_EQ(tdb_txn_prepare(p, "xid-r", 5, 1), TDB_OK) << tdb_last_error();
+    EXPECT_EQ(CommitOther("d", true), TDB_ERR_TIMEOUT) << "inside the prepared range";
+    EXPECT_EQ(CommitOther("x", true), TDB_OK) << "outside it";
+    ASSERT_EQ(tdb_txn_commit(p), TDB_OK) << tdb_last_error();
+    EXPECT_EQ(CommitOther("d", true), TDB_OK) << "released by the commit";
+    tdb_txn_free(p);
+    // Range locks need a pessimistic transaction.
+    tdb_txn_t *o = Begin(false);
+    EXPECT_EQ(tdb_txn_lock_range(o, cf_, "c", 1, nullptr, 0, 0, nullptr), TDB_ERR_INVALID_ARG);
+    tdb_txn_free(o);
+}
+
 TEST_F(PrepareTest, TwoPreparedTransactionsNeverShareAKey) {
     // READ_COMMITTED checks nothing at commit, but a prepare is always checked.
     tdb_txn_t *p = Begin(false, TDB_ISO_READ_COMMITTED);
