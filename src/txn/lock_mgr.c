@@ -664,16 +664,18 @@ static int lk_acquire_key(lock_owner_t *o, uint32_t cf_id, slice_t key, int excl
     return lk_wait_for(o, s, h, NULL, exclusive, 0, timeout_us);
 }
 
+/* Compare byte strings a and b (shorter prefix first). */
+static int lk_cmp(const char *a, size_t al, const char *b, size_t bl) {
+    size_t n = al < bl ? al : bl;
+    int c = n ? memcmp(a, b, n) : 0;
+    return c ? c : al < bl ? -1 : al > bl ? 1 : 0;
+}
+
 /* Whether range head h covers (cf_id, key). */
 static int lk_range_covers(const lk_head_t *h, uint32_t cf_id, slice_t key) {
-    if (h->cf_id != cf_id) return 0;
-    size_t n = h->klen < key.size ? h->klen : key.size;
-    int c = n ? memcmp(key.data, h->rb, n) : 0;
-    if (c < 0 || (c == 0 && key.size < h->klen)) return 0; /* key < lo */
+    if (h->cf_id != cf_id || lk_cmp(key.data, key.size, h->rb, h->klen) < 0) return 0;
     if (h->hi_inf) return 1;
-    n = h->hilen < key.size ? h->hilen : key.size;
-    c = n ? memcmp(key.data, h->rb + h->klen, n) : 0;
-    if (c == 0) c = key.size < h->hilen ? -1 : key.size > h->hilen ? 1 : 0;
+    int c = lk_cmp(key.data, key.size, h->rb + h->klen, h->hilen);
     return c < 0 || (c == 0 && h->hi_incl);
 }
 
@@ -700,13 +702,9 @@ static int lk_range_check(lock_owner_t *o, uint32_t cf_id, slice_t key, int64_t 
     }
 }
 
-/* Key lock, then (exclusive only) the range locks of others: the key lock
- * comes first so that a range locker either finds it (and waits for it) or
- * has already published its range, which this writer then sees: the range
- * list is published (nranges raised) before the locker reads any stripe,
- * and the key grant is made under its stripe mutex, so of the two the
- * later one sees the other. The check costs one relaxed load while no
- * range lock exists. A failed range wait gives the key lock back. */
+/* Key lock, then (exclusive only) the range locks of others (the order
+ * and why it loses no race: lock_mgr.h). One relaxed load while no range
+ * exists. A failed range wait gives the new key lock back. */
 int lock_acquire(lock_owner_t *o, uint32_t cf_id, slice_t key, int exclusive, int64_t timeout_us) {
     size_t mark = o->nlog;
     int rc = lk_acquire_key(o, cf_id, key, exclusive, timeout_us);
@@ -718,12 +716,10 @@ int lock_acquire(lock_owner_t *o, uint32_t cf_id, slice_t key, int exclusive, in
 }
 
 /* Whether key head h, held exclusive by an owner other than o, lies inside
- * range head r, and is not the key its holder is trying to write while held
- * up by one of o's own ranges (it wrote nothing there yet and cannot before o ends or narrows that
- * range, and then it looks at o's ranges again: waiting for it would only
- * make o the victim of a deadlock InnoDB does not have, a locking re-read
- * of a range someone is blocked inserting into). Caller holds h's stripe
- * mutex; the holder's wait is read under the graph mutex (lock order). */
+ * range r and is not the key its holder is trying to write while held up
+ * by a range of o (it wrote nothing yet and will look at o's ranges again;
+ * waiting for it would deadlock a locking re-read of a range, which InnoDB
+ * does not). Caller holds h's stripe mutex; the wait is read under graph. */
 static int lk_blocks_range(lock_mgr_t *m, const lk_head_t *h, const lk_head_t *r, const lock_owner_t *o) {
     if (h->nexcl == 0 || h->holders->owner == o) return 0;
     if (!lk_range_covers(r, h->cf_id, slice_make(h->key, h->klen))) return 0;
@@ -817,13 +813,6 @@ fail:
     return rc;
 }
 
-/* Compare byte strings a and b (shorter prefix first). */
-static int lk_cmp(const char *a, size_t al, const char *b, size_t bl) {
-    size_t n = al < bl ? al : bl;
-    int c = n ? memcmp(a, b, n) : 0;
-    return c ? c : al < bl ? -1 : al > bl ? 1 : 0;
-}
-
 /* Narrow the owner's range lock rid to its intersection with [lo, hi] and
  * let its waiting writers look again (each re-checks every range). */
 int lock_narrow_range(lock_owner_t *o, uint64_t rid, const slice_t *lo, const slice_t *hi, int hi_inclusive) {
@@ -863,16 +852,14 @@ int lock_narrow_range(lock_owner_t *o, uint64_t rid, const slice_t *lo, const sl
     h->hilen = ninf ? 0 : nhil;
     h->hi_inf = ninf;
     h->hi_incl = nincl;
-    if (h->qfirst) {
+    if (h->qfirst) { /* every waiter passes and looks again */
         pthread_mutex_lock(&m->graph_mu);
-        lk_wait_t *w;
-        while ((w = h->qfirst) != NULL) {
+        for (lk_wait_t *w; (w = h->qfirst) != NULL;) {
             lk_dequeue(h, w);
-            lock_owner_t *wo = w->owner;
-            pthread_mutex_lock(&wo->mu);
+            pthread_mutex_lock(&w->owner->mu);
             w->granted = 1;
-            pthread_cond_signal(&wo->cv);
-            pthread_mutex_unlock(&wo->mu);
+            pthread_cond_signal(&w->owner->cv);
+            pthread_mutex_unlock(&w->owner->mu);
         }
         pthread_mutex_unlock(&m->graph_mu);
     }
