@@ -6,6 +6,13 @@
 // suite's durability and memory presets (DURABILITY, MEMORY, MEM_LIMIT);
 // MALLOC names the servers' allocator (glibc, jemalloc, mimalloc,
 // tcmalloc: LD_PRELOAD).
+//
+// TARGET=host:port[,user=U][,password=P] (or a socket path) measures an
+// external, already running server instead (external.go): sqlbench
+// neither starts, configures nor stops it; ENGINE is the engine sysbench
+// creates its tables with, LABEL the server's name in the reports, and
+// NO_PREPARE=1 uses tables that already exist (created and sharded by
+// someone else) instead of preparing them.
 package main
 
 import (
@@ -15,6 +22,7 @@ import (
 	"strings"
 
 	"tidesql/bench/internal/server"
+	"tidesql/bench/internal/target"
 )
 
 // Config is one sweep.
@@ -38,6 +46,12 @@ type Config struct {
 	Interval    int // sysbench --report-interval, seconds
 	NoCharts    bool
 	StopOnError bool
+	// External is the already running server measured with TARGET (nil:
+	// sqlbench starts a server per engine). Engines is then [Label].
+	External    *target.Target
+	TableEngine string // ENGINE: the engine of the tables on External
+	Label       string // LABEL: External's name in the reports
+	NoPrepare   bool   // NO_PREPARE: External's tables exist already
 }
 
 // Workloads sqlbench knows: sysbench's bundled OLTP scripts.
@@ -183,7 +197,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	c.NoCharts = truthy(getenv("NO_CHARTS"))
 	c.StopOnError = truthy(getenv("STOP_ON_ERROR"))
-	return c, nil
+	return c, loadExternal(&c, getenv)
 }
 
 // syncMode maps the seed's numbers (0 NONE, 1 INTERVAL, 2 FULL) and names.
@@ -241,6 +255,9 @@ func sortedWorkloads() []string {
 
 // Lines describe the sweep, printed with the results.
 func (c Config) Lines() []string {
+	if c.External != nil {
+		return c.externalLines()
+	}
 	return append([]string{
 		fmt.Sprintf("size preset: %s; tables %d x %s rows; threads %s; %d s per run after %d s warm-up; %d iteration(s)",
 			c.SizePreset, c.Tables, joinInts(c.TableSizes), joinInts(c.Threads), c.Time, c.Warmup, c.Iterations),

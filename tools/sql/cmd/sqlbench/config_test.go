@@ -108,3 +108,59 @@ func TestMallocVariable(t *testing.T) {
 		t.Errorf("MALLOC=hoard: %v", err)
 	}
 }
+
+// TARGET measures an external server: one engine, labelled, nothing about
+// a server of sqlbench's own.
+func TestExternalTarget(t *testing.T) {
+	c, err := LoadConfig(envOf(map[string]string{"TARGET": "127.0.0.1:3520,user=bench", "ENGINE": "SPIDER",
+		"LABEL": "Spider, 2 shards", "NO_PREPARE": "1", "WORKLOADS": "oltp_point_select", "TABLE_SIZES": "2000"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.External == nil || c.External.Host != "127.0.0.1" || c.External.Port != 3520 || c.External.User != "bench" ||
+		c.TableEngine != "SPIDER" || !c.NoPrepare || !reflect.DeepEqual(c.Engines, []string{"Spider, 2 shards"}) {
+		t.Errorf("external config %+v", c)
+	}
+	l := strings.Join(c.Lines(), "\n")
+	if !strings.Contains(l, "external server 127.0.0.1:3520 as bench") || !strings.Contains(l, "NO_PREPARE") ||
+		strings.Contains(l, "allocator (MALLOC)") {
+		t.Errorf("lines:\n%s", l)
+	}
+	d, err := LoadConfig(envOf(map[string]string{"TARGET": "/tmp/m.sock", "ENGINE": "TidesDB"}))
+	if err != nil || d.Label != "TidesDB (external)" || d.NoPrepare || d.External.Socket != "/tmp/m.sock" {
+		t.Errorf("defaults %+v %v", d, err)
+	}
+	if n, _ := LoadConfig(envOf(nil)); n.External != nil || n.Label != "" {
+		t.Errorf("no TARGET, yet external: %+v", n)
+	}
+}
+
+// Options that contradict TARGET (they configure a server sqlbench starts),
+// or external options without TARGET, are refused with a reason.
+func TestExternalContradictions(t *testing.T) {
+	ext := func(k, v string) map[string]string {
+		return map[string]string{"TARGET": "127.0.0.1:3520", "ENGINE": "TidesDB", k: v}
+	}
+	for _, env := range []map[string]string{
+		ext("MEM_LIMIT", "1G"), ext("ENGINES", "TidesDB"), ext("DURABILITY", "durable"), ext("MALLOC", "jemalloc"),
+		ext("CNF", "x.cnf"), ext("PORT", "3431"), ext("SERVER_DIR", "/tmp/x"), ext("TIDESDB_BLOCK_CACHE", "1G"),
+		ext("TIDESDB_SYNC_MODE", "2"), ext("INNODB_FLUSH", "1"), ext("MEMORY", "seed"),
+		ext("NO_PREPARE", "maybe"), ext("ENGINE", "no such"), ext("TABLE_SIZES", "1000 2000"),
+		{"TARGET": "127.0.0.1:3520"}, {"TARGET": "127.0.0.1", "ENGINE": "TidesDB"},
+		{"ENGINE": "SPIDER"}, {"LABEL": "x"}, {"NO_PREPARE": "1"},
+	} {
+		if env["TABLE_SIZES"] != "" {
+			env["NO_PREPARE"] = "1"
+		}
+		_, err := LoadConfig(envOf(env))
+		if err == nil {
+			t.Errorf("%v accepted", env)
+		} else if _, k := env["MEM_LIMIT"]; k && !strings.Contains(err.Error(), "MEM_LIMIT") {
+			t.Errorf("%v: error does not name MEM_LIMIT: %v", env, err)
+		}
+	}
+	// Without NO_PREPARE, several sizes are fine (sqlbench drops its tables between them).
+	if _, err := LoadConfig(envOf(ext("TABLE_SIZES", "1000 2000"))); err != nil {
+		t.Errorf("two sizes with prepare refused: %v", err)
+	}
+}

@@ -12,6 +12,7 @@
 //
 //	PRESET=quick sqlbench                    # 4 x 50k rows, 1 and 8 threads, 10 s
 //	PRESET=seed ENGINES="TidesDB InnoDB" sqlbench
+//	TARGET=127.0.0.1:3520 ENGINE=SPIDER LABEL="Spider, 2 shards" NO_PREPARE=1 sqlbench
 package main
 
 import (
@@ -74,7 +75,11 @@ a fresh server per engine and table size. Variables (defaults from PRESET):
   TIDESDB_COMPRESSION INNODB_COMPRESSION ROCKSDB_COMPRESSION (NONE|LZ4|ZSTD|SNAPPY)
   TIDESDB_BLOCK_CACHE INNODB_BUFFER_POOL ROCKSDB_BLOCK_CACHE (256M, 2G, bytes)
   MALLOC=glibc|jemalloc|mimalloc|tcmalloc (the servers' allocator, LD_PRELOAD)
-  CNF (my.cnf included last) OUT SERVER_DIR PORT SYSBENCH REPORT_INTERVAL NO_CHARTS STOP_ON_ERROR`)
+  CNF (my.cnf included last) OUT SERVER_DIR PORT SYSBENCH REPORT_INTERVAL NO_CHARTS STOP_ON_ERROR
+An external, already running server (none started, configured or stopped):
+  TARGET=host:port[,user=NAME][,password=SECRET] or a socket path  ENGINE (its tables' engine, required)
+  LABEL (its name in the reports; default "<ENGINE> (external)")  NO_PREPARE=1 (use its sbtest tables as they are)
+  (the server variables above, ENGINES, MALLOC, CNF, SERVER_DIR and PORT are refused with TARGET)`)
 }
 
 func run(cfg Config) error {
@@ -85,7 +90,14 @@ func run(cfg Config) error {
 	if _, err := server.MallocLibrary(cfg.Malloc); err != nil {
 		return err
 	}
-	r, err := harness.Begin("sqlbench", cfg.Engines, cfg.Out, cfg.Lines())
+	var r *harness.Run
+	if cfg.External != nil {
+		r, err = harness.BeginWith("sqlbench", cfg.Out, cfg.Lines(), func(server.Env) error {
+			return cfg.External.CheckEngine(context.Background(), cfg.TableEngine)
+		})
+	} else {
+		r, err = harness.Begin("sqlbench", cfg.Engines, cfg.Out, cfg.Lines())
+	}
 	if err != nil {
 		return err
 	}
@@ -171,6 +183,9 @@ func (sw *sweep) all(ctx context.Context) error {
 
 func (sw *sweep) engine(ctx context.Context, engine string, size int) error {
 	cfg := sw.cfg
+	if cfg.External != nil {
+		return sw.external(ctx, size)
+	}
 	sw.tr.Step(fmt.Sprintf("%s, %d x %d rows: starting the server", engine, cfg.Tables, size))
 	s, err := server.StartRun(ctx, sw.env, server.Options{Dir: cfg.ServerDir, Port: cfg.Port, Preset: cfg.Preset,
 		CnfFile: cfg.Cnf, Malloc: cfg.Malloc}, engine, schema)
@@ -188,7 +203,21 @@ func (sw *sweep) engine(ctx context.Context, engine string, size int) error {
 	sw.tr.Done(time.Duration(10+cfg.Tables*size/40000) * time.Second)
 	sw.tr.Printf("prepared in %s, %s on disk", progress.Round(time.Since(t0)),
 		server.FormatBytes(s.EngineDataBytes(engine, schema)))
+	return sw.workloads(ctx, engine, size, b, measured{
+		dataBytes: func() int64 { return s.EngineDataBytes(engine, schema) }, why: s.Why, alive: s.Alive})
+}
 
+// measured is what the workload loop asks of the server under test.
+type measured struct {
+	dataBytes func() int64          // engine's data on disk (0: not known)
+	why       func(err error) error // explains a failure (the server died...)
+	alive     func() bool
+}
+
+// workloads runs every workload, thread count and iteration on the
+// prepared tables of b, adding a row per measured run.
+func (sw *sweep) workloads(ctx context.Context, engine string, size int, b Bench, s measured) error {
+	cfg := sw.cfg
 	per := time.Duration(cfg.Time+cfg.Warmup+1) * time.Second
 	for _, w := range cfg.Workloads {
 		for _, th := range cfg.Threads {
@@ -198,7 +227,7 @@ func (sw *sweep) engine(ctx context.Context, engine string, size int) error {
 				}
 				row := Row{Engine: engine, Workload: w, Threads: th, TableSize: size, Iteration: it}
 				sw.tr.Step(fmt.Sprintf("%s %s %d thread(s), iteration %d", engine, w, th, it))
-				name := fmt.Sprintf("%s_%s_%dt_%d_%d", engine, w, th, size, it)
+				name := fmt.Sprintf("%s_%s_%dt_%d_%d", report.Slug(engine), w, th, size, it)
 				var err error
 				if cfg.Warmup > 0 {
 					_, err = b.Run(ctx, w, th, cfg.Warmup, cfg.Interval, filepath.Join(sw.raw, name+"_warmup.log"))
@@ -206,16 +235,16 @@ func (sw *sweep) engine(ctx context.Context, engine string, size int) error {
 				if err == nil {
 					row.R, err = b.Run(ctx, w, th, cfg.Time, cfg.Interval, filepath.Join(sw.raw, name+".log"))
 				}
-				row.DataBytes = s.EngineDataBytes(engine, schema)
+				row.DataBytes = s.dataBytes()
 				sw.tr.Done(per)
 				if ctx.Err() != nil {
 					return nil
 				}
 				if err != nil {
-					row.Err = s.Why(err).Error()
+					row.Err = s.why(err).Error()
 					fmt.Fprintf(os.Stderr, "sqlbench: %s %s %d threads: %s\n", engine, w, th, row.Err)
 					sw.rows = append(sw.rows, row)
-					if !s.Alive() || cfg.StopOnError {
+					if !s.alive() || cfg.StopOnError {
 						return fmt.Errorf("%s %s at %d threads failed: %s", engine, w, th, report.FirstLine(row.Err))
 					}
 					continue

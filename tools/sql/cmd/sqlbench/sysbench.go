@@ -127,10 +127,16 @@ func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
 func atof(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
 
-// Bench is how sysbench reaches the server under test.
+// Bench is how sysbench reaches the server under test: over Socket as
+// root (a server sqlbench started), or, with Socket "", over Host:Port as
+// User (an external server).
 type Bench struct {
 	Path   string // sysbench binary
 	Socket string
+	Host   string
+	Port   int
+	User   string
+	Pass   string
 	DB     string
 	Engine string
 	Tables int
@@ -138,10 +144,17 @@ type Bench struct {
 }
 
 func (b Bench) args(workload string, threads int) []string {
-	return []string{workload, "--db-driver=mysql", "--mysql-socket=" + b.Socket, "--mysql-user=root",
-		"--mysql-db=" + b.DB, "--mysql-storage-engine=" + b.Engine, "--tables=" + strconv.Itoa(b.Tables),
-		"--table-size=" + strconv.Itoa(b.Size), "--threads=" + strconv.Itoa(threads), "--db-ps-mode=auto",
-		"--mysql-ignore-errors=1213,1205,1020,1180"}
+	conn := []string{"--mysql-socket=" + b.Socket, "--mysql-user=root"}
+	if b.Socket == "" {
+		conn = []string{"--mysql-host=" + b.Host, "--mysql-port=" + strconv.Itoa(b.Port), "--mysql-user=" + b.User}
+	}
+	if b.Pass != "" {
+		conn = append(conn, "--mysql-password="+b.Pass)
+	}
+	return append(append([]string{workload, "--db-driver=mysql"}, conn...),
+		"--mysql-db="+b.DB, "--mysql-storage-engine="+b.Engine, "--tables="+strconv.Itoa(b.Tables),
+		"--table-size="+strconv.Itoa(b.Size), "--threads="+strconv.Itoa(threads), "--db-ps-mode=auto",
+		"--mysql-ignore-errors=1213,1205,1020,1180")
 }
 
 // Prepare creates and fills the tables (sysbench oltp_common prepare, one
@@ -153,6 +166,11 @@ func (b Bench) Prepare(ctx context.Context, log string) (string, error) {
 	}
 	timeout := time.Duration(600+b.Tables*b.Size/2000) * time.Second
 	return harness.Exec(ctx, timeout, log, b.Path, append(b.args("oltp_common", th), "prepare")...)
+}
+
+// Cleanup drops the tables (sysbench oltp_common cleanup).
+func (b Bench) Cleanup(ctx context.Context, log string) (string, error) {
+	return harness.Exec(ctx, 10*time.Minute, log, b.Path, append(b.args("oltp_common", 1), "cleanup")...)
 }
 
 // Run runs a workload for secs seconds; log, when not "", keeps the output.

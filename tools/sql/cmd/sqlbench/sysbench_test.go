@@ -67,3 +67,19 @@ func TestSysbenchArguments(t *testing.T) {
 		}
 	}
 }
+
+// An external server is reached over TCP as its user; no socket.
+func TestSysbenchArgumentsExternal(t *testing.T) {
+	b := Bench{Path: "sysbench", Host: "127.0.0.1", Port: 3520, User: "u", Pass: "p", DB: "sbtest", Engine: "SPIDER",
+		Tables: 2, Size: 10}
+	a := strings.Join(b.args("oltp_point_select", 2), " ")
+	for _, w := range []string{"--mysql-host=127.0.0.1", "--mysql-port=3520", "--mysql-user=u", "--mysql-password=p",
+		"--mysql-storage-engine=SPIDER"} {
+		if !strings.Contains(a, w) {
+			t.Errorf("arguments %q lack %q", a, w)
+		}
+	}
+	if strings.Contains(a, "--mysql-socket") || strings.Contains(a, "--mysql-user=root") {
+		t.Errorf("external arguments %q name a socket or root", a)
+	}
+}

@@ -139,7 +139,9 @@ func atof(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
 // GoTPC runs go-tpc against one server.
 type GoTPC struct {
 	Path       string
+	Host       string // "" is 127.0.0.1
 	Port       int
+	User, Pass string // "" is root, no password
 	DB         string
 	Warehouses int
 	Engine     string
@@ -147,10 +149,20 @@ type GoTPC struct {
 }
 
 func (g GoTPC) args(threads int) []string {
-	// go-tpc takes host:port; the server listens on 127.0.0.1:Port.
-	return []string{"tpcc", "-H", "127.0.0.1", "-P", strconv.Itoa(g.Port), "-U", "root", "-D", g.DB,
-		"--warehouses", strconv.Itoa(g.Warehouses), "-T", strconv.Itoa(threads),
-		"--conn-params", "default_storage_engine=" + g.Engine}
+	// go-tpc takes host:port; a server tpcc started listens on 127.0.0.1:Port.
+	host, user := g.Host, g.User
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if user == "" {
+		user = "root"
+	}
+	a := []string{"tpcc", "-H", host, "-P", strconv.Itoa(g.Port), "-U", user}
+	if g.Pass != "" {
+		a = append(a, "-p", g.Pass)
+	}
+	return append(a, "-D", g.DB, "--warehouses", strconv.Itoa(g.Warehouses), "-T", strconv.Itoa(threads),
+		"--conn-params", "default_storage_engine="+g.Engine)
 }
 
 // Prepare loads the schema and data (no check: the runner checks after

@@ -93,3 +93,16 @@ func TestCheckThreads(t *testing.T) {
 		}
 	}
 }
+
+// An external server: its host and user; a server of tpcc's own: 127.0.0.1 as root.
+func TestGoTPCArgumentsExternal(t *testing.T) {
+	g := GoTPC{Path: "go-tpc", Host: "10.0.0.5", Port: 3520, User: "u", Pass: "p", DB: "tpcc", Warehouses: 4, Engine: "SPIDER"}
+	a := strings.Join(g.args(2), " ")
+	if !strings.HasPrefix(a, "tpcc -H 10.0.0.5 -P 3520 -U u -p p -D tpcc ") || !strings.Contains(a, "default_storage_engine=SPIDER") {
+		t.Errorf("arguments %q", a)
+	}
+	own := strings.Join(GoTPC{Port: 3440, DB: "tpcc", Engine: "TidesDB"}.args(1), " ")
+	if !strings.HasPrefix(own, "tpcc -H 127.0.0.1 -P 3440 -U root -D tpcc ") {
+		t.Errorf("own server's arguments %q", own)
+	}
+}

@@ -16,10 +16,19 @@
 //	tpcc --preset quick                       # 2 warehouses, 1 minute per engine
 //	tpcc --preset seed --engines tidesdb,innodb
 //	tpcc --engines tidesdb,innodb --builds plain,pgo --malloc glibc,jemalloc --iterations 3
+//
+// --target host:port measures an external, already running server instead
+// (external.go): none is started, configured or stopped; --engine is the
+// engine go-tpc creates the tables with, --label the server's name in the
+// reports, --no-prepare uses the tables already there (created, sharded
+// and loaded by someone else).
+//
+//	tpcc --target 127.0.0.1:3520 --engine SPIDER --label "Spider, 2 shards" --no-prepare --warehouses 4
 package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -61,6 +70,8 @@ type options struct {
 	builds     []Build
 	mallocs    []string
 	variants   []Variant // builds x mallocs; one: the run as without them
+	ext        *external // --target: the external server measured (nil: tpcc starts its own)
+	noCheck    bool      // --no-check: no consistency check after the runs
 }
 
 // sizes are the quick default and the seed article's run (000: 100
@@ -73,6 +84,7 @@ var sizes = map[string]map[string]string{
 
 func parseFlags(args []string) (options, error) {
 	var o options
+	var err error
 	fs := flag.NewFlagSet("tpcc", flag.ContinueOnError)
 	engines := fs.String("engines", "tidesdb,innodb,rocksdb", "engines, in run order")
 	size := fs.String("preset", "quick", "size preset quick|seed (flags given override it)")
@@ -98,18 +110,30 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.noCharts, "no-charts", false, "skip the charts")
 	builds := fs.String("builds", "plain", "plugin builds to compare: plain, pgo, lto, pgo-lto (build/mariadb[-pgo|-lto|-pgo-lto]/plugin) or name=DIR")
 	mallocs := fs.String("malloc", server.Glibc, "allocators to compare: "+strings.Join(server.Allocators, ", ")+" (LD_PRELOAD into the server)")
+	tgt := fs.String("target", "", "host:port[,user=NAME][,password=SECRET] of an external, already running server to measure (none is started)")
+	engine := fs.String("engine", "", "with --target: the engine of its tables (go-tpc's default_storage_engine), required")
+	label := fs.String("label", "", "with --target: its name in the reports (default \"<engine> (external)\")")
+	noPrepare := fs.Bool("no-prepare", false, "with --target: use the tpcc tables already there (loaded with --warehouses) instead of building them")
+	fs.BoolVar(&o.noCheck, "no-check", false, "skip go-tpc's consistency check after each run")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if o.ext, err = parseExternal(*tgt, *engine, *label, *noPrepare, given); err != nil {
+		return o, err
+	}
+	if o.ext != nil {
+		*engines = "tidesdb" // a placeholder for the checks below; o.engines is set to the label after them
+	}
 	defs, ok := sizes[*size]
 	if !ok {
 		return o, fmt.Errorf("--preset %q: want quick or seed", *size)
 	}
 	o.sizeName = *size
-	var err error
 	if o.engines, err = server.ParseEngines(*engines); err != nil {
 		return o, fmt.Errorf("--engines: %w", err)
 	}
@@ -188,6 +212,9 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("--isolation %q: want READ-COMMITTED or REPEATABLE-READ", o.isolation)
 	}
 	o.preset = p
+	if o.ext != nil {
+		o.engines = []string{o.ext.label}
+	}
 	return o, p.Validate()
 }
 
@@ -206,6 +233,9 @@ func main() {
 
 // Lines describe the run, printed with the results.
 func (o options) Lines() []string {
+	if o.ext != nil {
+		return o.externalLines()
+	}
 	l := []string{
 		fmt.Sprintf("size preset: %s; %d warehouses; schema built by %d users; %d users run %.2f min after a %.2f min ramp-up (discarded); %d s settle; %d iteration(s); go-tpc isolation %s",
 			o.sizeName, o.warehouses, o.buildVU, o.runVU, o.duration, o.rampup, o.settle, o.iterations, o.preset.Isolation),
@@ -256,6 +286,9 @@ func run(o options) error {
 		}
 	}
 	r, err := harness.BeginWith("tpcc", o.out, o.Lines(), func(env server.Env) error {
+		if o.ext != nil {
+			return o.ext.t.CheckEngine(context.Background(), o.ext.engine)
+		}
 		for _, b := range o.builds {
 			if err := b.Check(env, o.engines); err != nil {
 				return err
@@ -363,6 +396,9 @@ type runner struct {
 // measured run and check.
 func (rn *runner) engine(ctx context.Context, vi int, engine string, first, count int) error {
 	o := rn.o
+	if o.ext != nil {
+		return rn.external(ctx, first, count)
+	}
 	v := o.variants[vi]
 	what, file := engine, engine
 	if o.multi() {
@@ -383,21 +419,60 @@ func (rn *runner) engine(ctx context.Context, vi int, engine string, first, coun
 		rn.tr.Printf("%s", s.MallocNote())
 	}
 	g := GoTPC{Path: o.gotpc, Port: o.port, DB: dbName, Warehouses: o.warehouses, Engine: engine, Isolation: 2}
+	return rn.measure(ctx, serverJob{vi: vi, engine: engine, what: what, file: file, first: first, count: count, g: g, srv: s,
+		tidesDBBuild: s.TidesDBBuild, dataBytes: func() int64 { return s.EngineDataBytes(engine, dbName) }})
+}
+
+// serverJob is what measure needs of one server under test.
+type serverJob struct {
+	vi                 int
+	engine, what, file string
+	first, count       int
+	g                  GoTPC
+	srv                measuredServer
+	tidesDBBuild       string
+	dataBytes          func() int64 // engine's data on disk (0: not known)
+	noPrepare          bool         // the schema is there already: not built
+}
+
+// measuredServer is the server under test: a server.Run tpcc started, or
+// an external one.
+type measuredServer interface {
+	Open(db string) (*sql.DB, error)
+	Why(err error) error // explains a failure (the server died...)
+	Alive() bool
+}
+
+// measure builds the schema (unless j.noPrepare), checks its engine, then
+// runs each iteration's ramp-up, measured run and check.
+func (rn *runner) measure(ctx context.Context, j serverJob) error {
+	o := rn.o
+	g, s, engine, what, file := j.g, j.srv, j.engine, j.what, j.file
 	if o.preset.Isolation == "REPEATABLE-READ" {
 		g.Isolation = 4
 	}
 
-	rn.tr.Step(fmt.Sprintf("%s: building %d warehouses with %d users", what, o.warehouses, o.buildVU))
-	t0 := time.Now()
-	if err := g.Prepare(ctx, o.buildVU, filepath.Join(rn.logs, file+"_prepare.log")); err != nil {
-		return fmt.Errorf("%s: building the schema: %w", engine, s.Why(err))
+	var build float64
+	if !j.noPrepare {
+		rn.tr.Step(fmt.Sprintf("%s: building %d warehouses with %d users", what, o.warehouses, o.buildVU))
+		t0 := time.Now()
+		if err := g.Prepare(ctx, o.buildVU, filepath.Join(rn.logs, file+"_prepare.log")); err != nil {
+			return fmt.Errorf("%s: building the schema: %w", engine, s.Why(err))
+		}
+		build = time.Since(t0).Seconds()
+		rn.tr.Done(time.Duration(o.warehouses*20) * time.Second)
 	}
-	build := time.Since(t0).Seconds()
-	rn.tr.Done(time.Duration(o.warehouses*20) * time.Second)
-	if err := tablesUse(ctx, s.Server, engine); err != nil {
+	if err := tablesUse(ctx, s, g.Engine); err != nil {
 		return err
 	}
-	rn.tr.Printf("built in %.0f s, %s on disk; settling %d s", build, server.FormatBytes(s.EngineDataBytes(engine, dbName)), o.settle)
+	switch {
+	case j.noPrepare:
+		rn.tr.Printf("the schema was there (--no-prepare); settling %d s", o.settle)
+	case o.ext != nil:
+		rn.tr.Printf("built in %.0f s; settling %d s", build, o.settle)
+	default:
+		rn.tr.Printf("built in %.0f s, %s on disk; settling %d s", build, server.FormatBytes(j.dataBytes()), o.settle)
+	}
 	if !sleep(ctx, time.Duration(o.settle)*time.Second) {
 		return nil
 	}
@@ -411,9 +486,9 @@ func (rn *runner) engine(ctx context.Context, vi int, engine string, first, coun
 	}
 	dur := time.Duration(o.duration * float64(time.Minute))
 	ramp := time.Duration(o.rampup * float64(time.Minute))
-	for it := first; it < first+count; it++ {
-		res := Result{Engine: engine, Iteration: it, Variant: vi, TidesDBBuild: s.TidesDBBuild, BuildSecs: build}
-		name := fmt.Sprintf("%s_%d", engine, it)
+	for it := j.first; it < j.first+j.count; it++ {
+		res := Result{Engine: engine, Iteration: it, Variant: j.vi, TidesDBBuild: j.tidesDBBuild, BuildSecs: build}
+		name := fmt.Sprintf("%s_%d", report.Slug(engine), it)
 		if o.multi() {
 			name = file
 		}
@@ -430,21 +505,23 @@ func (rn *runner) engine(ctx context.Context, vi int, engine string, first, coun
 		if err == nil {
 			err = errorShare(res.Out, o.maxErrPct)
 		}
-		if err == nil {
+		if err == nil && o.noCheck {
+			rn.tr.Printf("NOPM %.0f, TPM %.0f, %d errors; no consistency check (--no-check)", res.Out.TPMC, res.Out.TPMTotal, res.Out.Errors())
+		} else if err == nil {
 			rn.tr.Printf("NOPM %.0f, TPM %.0f, %d errors; checking consistency", res.Out.TPMC, res.Out.TPMTotal, res.Out.Errors())
-			err = historyIndex(ctx, s.Server)
+			err = historyIndex(ctx, s, !j.noPrepare)
 			if err == nil {
 				res.Conditions, err = g.Check(ctx, CheckThreads(o.runVU, runtime.NumCPU()), filepath.Join(rn.logs, name+"_check.log"))
 			}
 		}
-		res.DataBytes = s.EngineDataBytes(engine, dbName)
+		res.DataBytes = j.dataBytes()
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err != nil {
 			res.Err = s.Why(err).Error()
 			fmt.Fprintf(os.Stderr, "tpcc: %s: %s\n", iterLabel(it), res.Err)
-		} else {
+		} else if !o.noCheck {
 			rn.tr.Printf("check passed (%d conditions)", res.Conditions)
 		}
 		rn.results = append(rn.results, res)
@@ -466,7 +543,7 @@ func errorShare(r RunOutput, maxPct float64) error {
 
 // tablesUse checks that go-tpc's tables were made by the engine under test
 // (a silently substituted engine would measure the wrong thing).
-func tablesUse(ctx context.Context, s *server.Server, engine string) error {
+func tablesUse(ctx context.Context, s measuredServer, engine string) error {
 	db, err := s.Open(dbName)
 	if err != nil {
 		return err
@@ -497,7 +574,9 @@ func tablesUse(ctx context.Context, s *server.Server, engine string) error {
 // historyIndex indexes history on the customer columns once: check
 // condition 3.3.2.10 sums history per customer, and go-tpc's history has
 // no such index (a quadratic scan for every engine). The data is unchanged.
-func historyIndex(ctx context.Context, s *server.Server) error {
+// With alter false (tables tpcc did not build) a missing index is an error
+// instead: the tables are someone else's.
+func historyIndex(ctx context.Context, s measuredServer, alter bool) error {
 	db, err := s.Open(dbName)
 	if err != nil {
 		return err
@@ -510,6 +589,10 @@ func historyIndex(ctx context.Context, s *server.Server) error {
 	}
 	if n > 0 {
 		return nil
+	}
+	if !alter {
+		return fmt.Errorf("history has no index idx_h_check (h_c_w_id, h_c_d_id, h_c_id), which go-tpc's check needs (3.3.2.10 scans history per customer): " +
+			"add it to the tables, or run with --no-check")
 	}
 	if _, err := db.ExecContext(ctx, "ALTER TABLE history ADD INDEX idx_h_check (h_c_w_id, h_c_d_id, h_c_id)"); err != nil {
 		return fmt.Errorf("indexing history for the consistency check: %w", err)

@@ -60,3 +60,45 @@ func TestSummaryAdvantageDirections(t *testing.T) {
 		t.Error("a failed run counted in the mean")
 	}
 }
+
+func TestExternalTarget(t *testing.T) {
+	o, err := parseFlags(strings.Fields("--target 127.0.0.1:3520,user=bench --engine SPIDER --label Spider-2 --no-prepare " +
+		"--warehouses 4 --rampup 0 --settle 0 --duration 0.5 --no-check"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ext == nil || o.ext.t.Port != 3520 || o.ext.t.User != "bench" || o.ext.engine != "SPIDER" || !o.ext.noPrepare ||
+		!o.noCheck || len(o.engines) != 1 || o.engines[0] != "Spider-2" || o.warehouses != 4 {
+		t.Errorf("external %+v %+v", o, o.ext)
+	}
+	l := strings.Join(o.Lines(), "\n")
+	if !strings.Contains(l, "external server 127.0.0.1:3520 as bench") || !strings.Contains(l, "--no-prepare") ||
+		strings.Contains(l, "allocator:") {
+		t.Errorf("lines:\n%s", l)
+	}
+	d, err := parseFlags(strings.Fields("--target 127.0.0.1:3529 --engine TidesDB"))
+	if err != nil || d.ext.label != "TidesDB (external)" || d.ext.noPrepare || d.noCheck {
+		t.Errorf("defaults %+v %v", d.ext, err)
+	}
+	if n, _ := parseFlags(nil); n.ext != nil {
+		t.Error("no --target, yet external")
+	}
+}
+
+// Flags that configure a server tpcc starts contradict --target; external
+// flags without --target are refused too.
+func TestExternalContradictions(t *testing.T) {
+	ext := "--target 127.0.0.1:3520 --engine TidesDB "
+	for _, args := range []string{ext + "--mem-limit 1G", ext + "--engines tidesdb", ext + "--malloc jemalloc",
+		ext + "--builds pgo", ext + "--durability durable", ext + "--memory seed", ext + "--cache 1G",
+		ext + "--cnf x.cnf", ext + "--server-dir /tmp/x", ext + "--port 3441",
+		"--target 127.0.0.1:3520", "--target /tmp/m.sock --engine TidesDB", "--target host --engine TidesDB",
+		"--target 127.0.0.1:3520 --engine no-such", "--engine SPIDER", "--label x", "--no-prepare"} {
+		_, err := parseFlags(strings.Fields(args))
+		if err == nil {
+			t.Errorf("%q accepted", args)
+		} else if strings.Contains(args, "--mem-limit") && !strings.Contains(err.Error(), "--mem-limit") {
+			t.Errorf("%q: error does not name --mem-limit: %v", args, err)
+		}
+	}
+}

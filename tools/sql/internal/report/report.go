@@ -131,6 +131,23 @@ func EngineLabel(e string) string {
 	return e
 }
 
+// Slug is s fit for a file name: every run of characters other than
+// letters, digits, '.', '_' and '-' becomes one '_' ("TidesDB" stays).
+func Slug(s string) string {
+	var b strings.Builder
+	under := false
+	for _, r := range s {
+		if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			b.WriteRune(r)
+			under = false
+		} else if !under {
+			b.WriteByte('_')
+			under = true
+		}
+	}
+	return b.String()
+}
+
 // FirstLine of s (a long error's headline, for tables).
 func FirstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
