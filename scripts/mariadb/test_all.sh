@@ -17,8 +17,9 @@
 #   gives the source's checksums) -> repl (a primary and a GTID replica
 #   under sysbench: tables agree; 3 kill -9 cycles of the primary: engine
 #   and binlog agree, the replica resumes and matches; 2 of the replica;
-#   a replica built from a hot backup) -> spider (TPC-C through a Spider
-#   front over 2 TidesDB shards, go-tpc check through the front; a
+#   a replica built from a hot backup) -> spider (TPC-C and sysbench through
+#   a Spider front over 2 TidesDB shards, measured by tools/sql's tpcc and
+#   sqlbench in their external-server mode, go-tpc check through the front; a
 #   cross-shard transaction with a shard killed before COMMIT, after its
 #   XA PREPARE and at its XA COMMIT) -> harness_smoke (each SQL benchmark
 #   harness for a few seconds on one engine) -> pgo (the PGO build: missing

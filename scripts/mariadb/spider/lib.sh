@@ -148,3 +148,46 @@ spider_table() {
 
 # spider_rows NAME DB TABLE: rows of DB.TABLE on server NAME.
 spider_rows() { q "$1" -N "$2" -e "SELECT COUNT(*) FROM \`$3\`"; }
+
+# The SQL harnesses (tools/sql: tpcc, sqlbench) measure the front, or the
+# plain server, as an external server (--target / TARGET): they start,
+# configure and stop nothing; these scripts own the servers.
+spider_harnesses() {
+  ensure_sql_harnesses
+  export TIDESQL_ROOT
+}
+
+# csv_get FILE COLUMN [KEYCOLUMN KEY]: COLUMN of the first row of the
+# harness CSV FILE (whose KEYCOLUMN is KEY). Plain CSV: the harness quotes
+# only fields with commas, and the columns read here have none.
+csv_get() {
+  awk -F, -v col="$2" -v kc="${3:-}" -v key="${4:-}" '
+    NR == 1 { for (i = 1; i <= NF; i++) { if ($i == col) c = i; if ($i == kc) k = i }; next }
+    c && (kc == "" || $k == key) { print $c; exit }' "$1"
+}
+
+# spider_result BENCH THROUGHPUT P95 P99 LOAD_S CHECK: one row of this
+# run's results.csv (header: bench,shards,size,threads,time,xa,...).
+spider_result() {
+  local f="$SPIDER_DIR/out/results.csv"
+  [ -s "$f" ] || echo "bench,shards,size,threads,time,spider_internal_xa,throughput,p95_ms,p99_ms,load_s,check" >"$f"
+  echo "$1,$SHARDS,$RESULT_SIZE,$THREADS,$TIME,$([ "$SHARDS" = 0 ] && echo - || echo "$XA"),$2,$3,$4,$5,$6" >>"$f"
+}
+
+# spider_table_md RESULTS_CSV: the results as a Markdown table, each row's
+# throughput (TPC-C: NOPM = tpmC; sysbench: tps) also as a ratio to the
+# plain server's (shards 0) of the same bench in the same file.
+spider_table_md() {
+  awk -F, '
+    NR == 1 { next }
+    { n++; for (i = 1; i <= NF; i++) r[n, i] = $i; if ($2 == 0) plain[$1] = $7 }
+    END {
+      print "| bench | servers | spider_internal_xa | throughput | p95 ms | p99 ms | vs plain | load s | check |"
+      print "|---|---|---|---|---|---|---|---|---|"
+      for (k = 1; k <= n; k++) {
+        srv = r[k, 2] == 0 ? "1 plain TidesDB server" : "Spider, " r[k, 2] " shard" (r[k, 2] > 1 ? "s" : "")
+        ratio = (plain[r[k, 1]] > 0) ? sprintf("%.2fx", r[k, 7] / plain[r[k, 1]]) : "-"
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r[k, 1], srv, r[k, 6], r[k, 7], r[k, 8], r[k, 9], ratio, r[k, 10], r[k, 11]
+      }
+    }' "$1"
+}

@@ -1,25 +1,33 @@
 #!/usr/bin/env bash
 # TPC-C (go-tpc) through a Spider front over SHARDS TidesDB backends,
-# sharded by warehouse (issue #21):
+# sharded by warehouse, measured by the project's TPC-C runner
+# (tools/sql/cmd/tpcc) in its external-server mode (issue #21):
 #   1. starts backends b1..bSHARDS and the front (lib.sh);
 #   2. on every backend, go-tpc creates its own schema (its CSV mode makes
 #      the tables and writes one warehouse's CSV, no rows), ENGINE=TidesDB,
-#      plus the history index tpcc.sh's check uses;
+#      plus the history index go-tpc's check needs (idx_h_check);
 #   3. on the front, each table is a Spider table with the backend's
 #      definition, PARTITION BY RANGE on its warehouse column (item: on
 #      i_id; history: on the customer's warehouse h_c_w_id, so the check's
 #      per-customer history sums read one shard), one range per backend;
 #   4. go-tpc prepare loads through the front (Spider routes each row);
-#      each backend is then checked to hold only its own warehouses;
-#   5. ../tpcc.sh run and check against the front: the same run, report,
-#      error-row rules and go-tpc consistency check as on one server.
-# SHARDS=0 runs ../tpcc.sh on one plain server instead (the baseline).
-# Environment: SHARDS=2 WAREHOUSES=2 THREADS=2 TIME=30s ISOLATION=2
+#      each backend is then checked to hold only its own warehouses, and
+#      ANALYZE ... PERSISTENT FOR ALL on the front gives its optimizer the
+#      statistics the check's joins need;
+#   5. the runner, `tpcc --target <front> --engine SPIDER --no-prepare`,
+#      runs the mix and go-tpc's consistency check through the front: the
+#      same run, error-share rule, report and check as on its own servers.
+# SHARDS=0 measures one plain TidesDB server (started like a backend) with
+# the same runner, which builds the schema itself (--engine TidesDB): the
+# baseline.
+# Environment: SHARDS=2 WAREHOUSES=2 THREADS=2 TIME=30s (or 2m)
+#   ISOLATION=2 (go-tpc: 2 READ COMMITTED, 4 REPEATABLE READ) MAX_ERR_PCT=5
 #   XA=1 (the front's spider_internal_xa) KEEP=0 (1: leave servers up)
-#   CHECK=1 (0: no consistency check after the run; sharded runs only)
-#   SPIDER_DIR SPIDER_PORT, MAX_ERR_PCT (../tpcc.sh)
-# Appends "tpcc,<shards>,<warehouses>,<threads>,<time>,<xa>,<tpmC>,<prepare s>"
-# to $SPIDER_DIR/out/results.csv; logs in $SPIDER_DIR/out/tpcc-<shards>/.
+#   CHECK=1 (0: no consistency check) SPIDER_DIR SPIDER_PORT
+# Appends "tpcc,<shards>,<warehouses>,<threads>,<time>,<xa>,<NOPM>,<New-Order
+# p95 ms>,<p99 ms>,<load s>,<check>" to $SPIDER_DIR/out/results.csv; the
+# runner's report (summary.md, runs.csv, transactions.csv, logs) in
+# $SPIDER_DIR/out/tpcc-<shards>[-xa<XA>]/harness/.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/lib.sh"
@@ -29,29 +37,64 @@ WAREHOUSES="${WAREHOUSES:-2}"
 THREADS="${THREADS:-2}"
 TIME="${TIME:-30s}"
 XA="${XA:-1}"
+CHECK="${CHECK:-1}"
 DB=tpcc
-OUT="$SPIDER_DIR/out/tpcc-$SHARDS"
+OUT="$SPIDER_DIR/out/tpcc-$SHARDS$([ "$SHARDS" = 0 ] || echo "-xa$XA")"
+RESULT_SIZE="$WAREHOUSES"
+rm -rf "$OUT"
 mkdir -p "$OUT"
-export WAREHOUSES THREADS TIME TIDESQL_NO_ROCKSDB=1
+export TIDESQL_NO_ROCKSDB=1
 ensure_gotpc
+spider_harnesses
 
-result() { # tpmC prepare_seconds
-  echo "tpcc,$SHARDS,$WAREHOUSES,$THREADS,$TIME,$([ "$SHARDS" = 0 ] && echo - || echo "$XA"),$1,$2" >>"$SPIDER_DIR/out/results.csv"
+case "$TIME" in
+  *m) secs=$((${TIME%m} * 60)) ;;
+  *s) secs="${TIME%s}" ;;
+  *) secs="$TIME" ;;
+esac
+[[ "$secs" =~ ^[0-9]+$ ]] && [ "$secs" -ge 5 ] || die "TIME=$TIME: want seconds (30s, 30) or minutes (2m), at least 5 s"
+case "${ISOLATION:-2}" in
+  2) iso=READ-COMMITTED ;; 4) iso=REPEATABLE-READ ;; *) die "ISOLATION=$ISOLATION: want 2 or 4" ;;
+esac
+
+# runner PORT ENGINE LABEL [tpcc flags]: the TPC-C runner on the server at
+# 127.0.0.1:PORT, as an external server; its report in $OUT/harness.
+runner() {
+  local port="$1" engine="$2" label="$3" iv=$((secs < 10 ? secs : 10))
+  shift 3
+  "$SQL_BIN/tpcc" --target "127.0.0.1:$port" --engine "$engine" --label "$label" --gotpc "$GOTPC_BIN" \
+    --warehouses "$WAREHOUSES" --build-vu "$THREADS" --run-vu "$THREADS" --rampup 0 --settle 0 \
+    --duration "$(awk -v s="$secs" 'BEGIN { printf "%.6f", s / 60 }')" --interval "${iv}s" --isolation "$iso" \
+    --max-err-pct "${MAX_ERR_PCT:-5}" --out "$OUT/harness" --no-charts "$@" >"$OUT/runner.log" 2>&1 ||
+    { tail -30 "$OUT/runner.log" >&2; die "the TPC-C runner failed on $label (report in $OUT/harness, log $OUT/runner.log)"; }
+  sed -n '/^| NOPM/p; /^| New-Order p9/p' "$OUT/harness/summary.md"
 }
-tpmc_of() { sed -n 's/^tpmC: \([0-9.]*\),.*/\1/p' "$1" | tail -1; }
 
+# result LOAD_SECONDS: this run's row of results.csv, from the runner's CSVs.
+result() {
+  local nopm p95 p99 check
+  nopm="$(csv_get "$OUT/harness/runs.csv" nopm)"
+  check="$(csv_get "$OUT/harness/runs.csv" check)"
+  p95="$(csv_get "$OUT/harness/transactions.csv" p95_ms txn NEW_ORDER)"
+  p99="$(csv_get "$OUT/harness/transactions.csv" p99_ms txn NEW_ORDER)"
+  [ -n "$nopm" ] || die "no NOPM in $OUT/harness/runs.csv"
+  spider_result tpcc "$nopm" "$p95" "$p99" "$1" "$check"
+  echo "spider-tpcc: $SHARDS shard(s): NOPM $nopm, New-Order p95 $p95 ms, p99 $p99 ms, check $check"
+}
+
+nocheck=()
+[ "$CHECK" = 1 ] || nocheck=(--no-check)
+[ "${KEEP:-0}" = 1 ] || trap spider_stop_all EXIT
 if [ "$SHARDS" = 0 ]; then
-  # Temporary tables in a directory of its own, as for the Spider servers.
-  mkdir -p "$SPIDER_DIR/plain-tmp"
-  printf '[mysqld]\ntmpdir=%s\n' "$SPIDER_DIR/plain-tmp" >"$SPIDER_DIR/plain.cnf"
-  TPCC_SERVER_DIR="$SPIDER_DIR/plain" TPCC_PORT="$(spider_port plain)" TPCC_OUT="$OUT" CNF="$SPIDER_DIR/plain.cnf" \
-    bash "$here/../tpcc.sh" all | tee "$OUT/tpcc.txt"
-  result "$(tpmc_of "$OUT/run-TidesDB.log")" "$(sed -n 's/^tpcc: prepared in \([0-9]*\) s/\1/p' "$OUT/tpcc.txt")"
+  spider_check_plugin
+  spider_start plain
+  echo "spider-tpcc: one plain TidesDB server, $WAREHOUSES warehouses, port $(spider_port plain)"
+  runner "$(spider_port plain)" TidesDB "TidesDB plain server" "${nocheck[@]}"
+  result "$(csv_get "$OUT/harness/runs.csv" build_s | cut -d. -f1)"
   exit 0
 fi
 
 [ "$WAREHOUSES" -ge "$SHARDS" ] || die "WAREHOUSES=$WAREHOUSES < SHARDS=$SHARDS: every shard needs a warehouse"
-[ "${KEEP:-0}" = 1 ] || trap spider_stop_all EXIT
 spider_topology "$SHARDS" "$DB"
 q front -e "SET GLOBAL spider_internal_xa = $XA"
 echo "spider-tpcc: $SHARDS shard(s), $WAREHOUSES warehouses, front port $SPIDER_PORT, spider_internal_xa=$XA"
@@ -98,28 +141,21 @@ for i in $(seq 1 "$SHARDS"); do
   echo "spider-tpcc: b$i holds warehouses $lo..$((hi - 1)): $(spider_rows "b$i" "$DB" order_line) order lines, $(spider_rows "b$i" "$DB" item) items"
   lo=$hi
 done
-[ "$(spider_rows front "$DB" warehouse)" = "$WAREHOUSES" ] || die "the front does not see $WAREHOUSES warehouses"
 
-# 5. Run and check through the front, as on one server.
-front_tpcc() {
-  TPCC_SERVER_DIR="$SPIDER_DIR/front" TPCC_PORT="$SPIDER_PORT" TPCC_OUT="$OUT" ENGINE=SPIDER \
-    bash "$here/../tpcc.sh" "$@"
-}
-front_tpcc run | tee "$OUT/run.txt"
+[ "$(spider_rows front "$DB" warehouse)" = "$WAREHOUSES" ] || die "the front does not see $WAREHOUSES warehouses"
 # The front plans joins of Spider tables from the backends' cardinalities,
 # and for the check's condition 3.3.2.10 (a customer's delivered order
 # lines) it drove the join from order_line's (ol_w_id, ol_d_id) prefix: a
 # district's order lines fetched per customer, hours at 2 warehouses.
 # Engine-independent statistics of the front's own (read through Spider)
-# make it start from orders' idx_order: seconds.
-if [ "${CHECK:-1}" = 0 ]; then
-  result "$(tpmc_of "$OUT/run-SPIDER.log")" "$prep"
-  echo "spider-tpcc: $SHARDS shard(s): tpmC $(tpmc_of "$OUT/run-SPIDER.log") (CHECK=0: no consistency check)"
-  exit 0
+# make it start from orders' idx_order: seconds. Gathered after the load;
+# the run does not change the shape they describe.
+if [ "$CHECK" = 1 ]; then
+  t0=$SECONDS
+  q front "$DB" -e "ANALYZE TABLE orders, order_line, history PERSISTENT FOR ALL" >/dev/null
+  echo "spider-tpcc: statistics for the check gathered through the front in $((SECONDS - t0)) s"
 fi
-t0=$SECONDS
-q front "$DB" -e "ANALYZE TABLE orders, order_line, history PERSISTENT FOR ALL" >/dev/null
-echo "spider-tpcc: statistics for the check gathered through the front in $((SECONDS - t0)) s"
-front_tpcc check
-result "$(tpmc_of "$OUT/run-SPIDER.log")" "$prep"
-echo "spider-tpcc: $SHARDS shard(s): tpmC $(tpmc_of "$OUT/run-SPIDER.log"), go-tpc check passed through the front"
+
+# 5. Run and check through the front with the TPC-C runner.
+runner "$SPIDER_PORT" SPIDER "Spider $SHARDS shard(s) (XA $([ "$XA" = 1 ] && echo on || echo off))" --no-prepare "${nocheck[@]}"
+result "$prep"

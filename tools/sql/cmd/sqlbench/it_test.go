@@ -5,6 +5,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"tidesql/bench/internal/report"
+	"tidesql/bench/internal/server"
 )
 
 func TestSweepOnTidesDB(t *testing.T) {
@@ -87,4 +89,81 @@ func readCSV(t *testing.T, path string) []map[string]string {
 		t.Fatal(err)
 	}
 	return rows
+}
+
+// TARGET on a server the test started: sqlbench prepares with ENGINE, then
+// refuses to prepare over its tables, then measures them with NO_PREPARE,
+// and the server is still up (sqlbench stopped nothing); the reports say
+// "external server" and hold no data size.
+func TestExternalServer(t *testing.T) {
+	if os.Getenv("TIDESQL_IT") == "" {
+		t.Skip("TIDESQL_IT not set")
+	}
+	env, err := server.FindEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := server.Start(context.Background(), env, server.Options{Dir: filepath.Join(env.Root, "build", "sql", "sqlbench-it-ext"),
+		Port: 3432, Preset: server.DefaultPreset(), Engines: []string{"TidesDB"}, Fresh: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	base := map[string]string{"TARGET": "127.0.0.1:3432", "ENGINE": "TidesDB", "LABEL": "mine", "TABLES": "2",
+		"TABLE_SIZES": "500", "THREAD_COUNTS": "2", "TIME": "2", "WARMUP": "0", "WORKLOADS": "oltp_point_select", "NO_CHARTS": "1"}
+	sweep := func(extra map[string]string) (string, error) {
+		e := map[string]string{"OUT": t.TempDir()}
+		for k, v := range base {
+			e[k] = v
+		}
+		for k, v := range extra {
+			e[k] = v
+		}
+		cfg, err := LoadConfig(envOf(e))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e["OUT"], run(cfg)
+	}
+	out, err := sweep(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Alive() {
+		t.Fatal("sqlbench stopped the external server")
+	}
+	db, _ := s.Open("sbtest")
+	defer db.Close()
+	var engine string
+	if err := db.QueryRow("SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA='sbtest' AND TABLE_NAME='sbtest2'").Scan(&engine); err != nil || engine != "TidesDB" {
+		t.Errorf("sbtest2: engine %q, %v", engine, err)
+	}
+	sum, _ := filepath.Glob(filepath.Join(out, "summary_*.csv"))
+	if len(sum) != 1 {
+		t.Fatalf("summary: %v", sum)
+	}
+	for _, r := range readCSV(t, sum[0]) {
+		if tps, _ := strconv.ParseFloat(r["tps"], 64); r["engine"] != "mine" || tps <= 0 || r["data_bytes"] != "0" {
+			t.Errorf("summary row %v", r)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "summary.md"))
+	if !strings.Contains(string(md), "external server 127.0.0.1:3432") || strings.Contains(string(md), "data on disk after") {
+		t.Errorf("summary.md:\n%s", md)
+	}
+	if st, _ := filepath.Glob(filepath.Join(out, "settings_*.csv")); len(st) != 0 {
+		t.Errorf("a settings dump of an external server: %v", st)
+	}
+	if _, err := sweep(nil); err == nil || !strings.Contains(err.Error(), "exists on the external server") {
+		t.Errorf("prepare over existing tables: %v", err)
+	}
+	if _, err := sweep(map[string]string{"NO_PREPARE": "1", "TABLE_SIZES": "400"}); err == nil || !strings.Contains(err.Error(), "holds 500 rows") {
+		t.Errorf("NO_PREPARE with the wrong size: %v", err)
+	}
+	if _, err := sweep(map[string]string{"NO_PREPARE": "1"}); err != nil {
+		t.Errorf("NO_PREPARE: %v", err)
+	}
+	if !s.Alive() {
+		t.Error("sqlbench stopped the external server")
+	}
 }

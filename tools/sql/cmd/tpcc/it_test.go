@@ -5,6 +5,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"tidesql/bench/internal/report"
+	"tidesql/bench/internal/server"
 )
 
 func TestRunOnTidesDB(t *testing.T) {
@@ -142,4 +144,64 @@ func readCSV(t *testing.T, path string) []map[string]string {
 		t.Fatal(err)
 	}
 	return rows
+}
+
+// --target on a server the test started: the runner builds the schema with
+// --engine, runs and checks, and leaves the server up; then --no-prepare
+// measures the same tables, and --no-prepare with another warehouse count
+// is refused.
+func TestExternalServer(t *testing.T) {
+	if os.Getenv("TIDESQL_IT") == "" {
+		t.Skip("TIDESQL_IT not set")
+	}
+	env, err := server.FindEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := server.Start(context.Background(), env, server.Options{Dir: filepath.Join(env.Root, "build", "sql", "tpcc-it-ext"),
+		Port: 3442, Preset: server.DefaultPreset(), Engines: []string{"TidesDB"}, Fresh: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	runner := func(extra ...string) (string, error) {
+		out := t.TempDir()
+		o, err := parseFlags(append([]string{"--target", "127.0.0.1:3442", "--engine", "TidesDB", "--label", "mine",
+			"--warehouses", "1", "--build-vu", "1", "--run-vu", "2", "--rampup", "0", "--duration", "0.1", "--interval", "3s",
+			"--settle", "0", "--out", out, "--no-charts"}, extra...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out, run(o)
+	}
+	out, err := runner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Alive() {
+		t.Fatal("tpcc stopped the external server")
+	}
+	r := readCSV(t, filepath.Join(out, "runs.csv"))[0]
+	if nopm, _ := strconv.ParseFloat(r["nopm"], 64); r["engine"] != "mine" || r["check"] != "passed" || nopm <= 0 || r["variant"] != "external" {
+		t.Errorf("run %v", r)
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "summary.md"))
+	if !strings.Contains(string(md), "external server 127.0.0.1:3442") || !strings.Contains(string(md), "Schema build time") ||
+		strings.Contains(string(md), "Data on disk") {
+		t.Errorf("summary.md:\n%s", md)
+	}
+	if _, err := runner(); err == nil || !strings.Contains(err.Error(), "already holds 1 rows") {
+		t.Errorf("building over a loaded schema: %v", err)
+	}
+	if _, err := runner("--no-prepare", "--warehouses", "2"); err == nil || !strings.Contains(err.Error(), "holds 1 warehouses") {
+		t.Errorf("--no-prepare with the wrong warehouse count: %v", err)
+	}
+	if out, err = runner("--no-prepare"); err != nil {
+		t.Errorf("--no-prepare: %v", err)
+	} else if r := readCSV(t, filepath.Join(out, "runs.csv"))[0]; r["check"] != "passed" {
+		t.Errorf("--no-prepare run %v", r)
+	}
+	if !s.Alive() {
+		t.Error("tpcc stopped the external server")
+	}
 }

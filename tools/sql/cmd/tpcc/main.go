@@ -462,6 +462,9 @@ func (rn *runner) measure(ctx context.Context, j serverJob) error {
 		build = time.Since(t0).Seconds()
 		rn.tr.Done(time.Duration(o.warehouses*20) * time.Second)
 	}
+	if j.noPrepare {
+		rn.tr.Step(what + ": checking the existing tables")
+	}
 	if err := tablesUse(ctx, s, g.Engine); err != nil {
 		return err
 	}

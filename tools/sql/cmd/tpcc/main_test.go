@@ -102,3 +102,23 @@ func TestExternalContradictions(t *testing.T) {
 		}
 	}
 }
+
+// The report on an external server: no data-on-disk row (not measured), no
+// build time with --no-prepare, no variant in runs.csv.
+func TestExternalSummary(t *testing.T) {
+	o, err := parseFlags(strings.Fields("--target 127.0.0.1:3520 --engine SPIDER --label Spider-2 --no-prepare"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := []Result{{Engine: "Spider-2", Iteration: 1, Conditions: 11,
+		Out: RunOutput{TPMC: 1000, TPMTotal: 2000, Txn: map[string]TxnStats{"NEW_ORDER": {Count: 1, P99: 9}}}}}
+	md := Markdown(o, "s", rs, nil)
+	if !strings.Contains(md, "| NOPM (New-Order per minute) | 1000 |") || strings.Contains(md, "Data on disk") ||
+		strings.Contains(md, "Schema build time") || strings.Contains(md, "Advantage") {
+		t.Errorf("external summary:\n%s", md)
+	}
+	row := strings.Join(runRows(o, rs)[0], ",")
+	if !strings.HasPrefix(row, "Spider-2,1,") || !strings.Contains(row, ",passed,0,,external,,,") {
+		t.Errorf("runs.csv row %q", row)
+	}
+}
