@@ -87,7 +87,7 @@ step crash_tpcc 400 1 bash "$here/crash_tpcc.sh"
 step diskfull 120 1 bash "$here/diskfull_test.sh"
 step backup 400 1 bash "$here/backup_test.sh"
 step repl 300 1 bash "$here/repl/repl_test.sh"
-step spider 300 1 bash "$here/spider/quick.sh"
+step spider 420 1 bash "$here/spider/quick.sh"
 step harness_smoke 600 1 bash "$here/harness_test.sh" --smoke
 step pgo 600 1 bash "$here/pgo_test.sh"
 

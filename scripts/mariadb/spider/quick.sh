@@ -9,6 +9,9 @@
 #      2,000 rows sharded by id), measured by sqlbench (TARGET=<front>
 #      NO_PREPARE=1), 5 s;
 #   3. the cross-shard transaction cases of xa_test.sh.
+# 216 s at a load average of 10-15 (TPC-C 143 s, sqlbench 32 s, xa_test
+# 41 s); the TPC-C and sqlbench parts took 208 s + 53 s at a load of 20.
+# Before the sqlbench part and the harnesses: 100 s on a quiet machine.
 # Longer runs and the comparison with one plain server: bench.sh.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"

@@ -46,8 +46,7 @@ spider_table 2 "$DB" t id 2000
 b2_pid() { cat "$SPIDER_DIR/b2/mysqld.pid"; }
 b2_restart() {
   local pid="$1"
-  # A dying server can take a while to exit on a loaded machine (seen: over 10 s).
-  for _ in $(seq 1 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   kill -0 "$pid" 2>/dev/null && die "b2 (pid $pid) still runs"
   spider_run b2
 }
