@@ -1,7 +1,8 @@
 // Two-phase commit (docs/design/txn.md, "Two-phase commit"): prepare, then
 // commit or rollback in the process, through a clean close and after kill -9;
 // prepared transactions across flushes, compactions and WAL rotation; the
-// keys a prepared transaction holds; misuse.
+// keys a prepared transaction holds; misuse; a COMMIT marker left unsynced
+// (tdb_commit_options_t.no_sync) across a simulated power loss.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -19,6 +20,7 @@
 #include "db/batch.h"
 #include "db/filename.h"
 #include "env/env.h"
+#include "fault_testutil.h"
 #include "testutil.h"
 #include "tidesdb/tidesdb.h"
 #include "wal/wal.h"
@@ -577,6 +579,164 @@ TEST_F(PrepareTest, KillNineDuringCommits) {
     }
     munmap(sh, 4096);
     Open();
+}
+
+// ---- no_sync commit of a prepared transaction, over the fault env ----
+
+// A FULL-sync database over a fault env: every commit would be synced, so a
+// marker lost at a power loss can only be one committed with no_sync.
+class PrepareNoSyncTest : public FaultDbFixture {
+  protected:
+    void SetUp() override {
+        FaultDbFixture::SetUp();
+        Open();
+    }
+    // Prepare (durably) a transaction writing a<i> and b<i> = xid.
+    tdb_txn_t *Prepare(const std::string &xid, int i) {
+        tdb_txn_options_t o;
+        tdb_txn_options_default(&o);
+        tdb_txn_t *t = nullptr;
+        EXPECT_EQ(tdb_txn_begin(db_, &o, &t), TDB_OK);
+        for (const char *p : {"a", "b"}) {
+            std::string k = p + std::to_string(i);
+            EXPECT_EQ(tdb_txn_put(t, cf_, k.data(), k.size(), xid.data(), xid.size(), 0), TDB_OK);
+        }
+        EXPECT_EQ(tdb_txn_prepare(t, xid.data(), xid.size(), 1), TDB_OK) << tdb_last_error();
+        return t;
+    }
+    int CommitNoSync(tdb_txn_t *t) {
+        tdb_commit_options_t o;
+        tdb_commit_options_default(&o);
+        o.no_sync = 1;
+        return tdb_txn_commit_opt(t, &o);
+    }
+    // How many of a<i>, b<i> are visible (0, 1 or 2), checking their value.
+    int Visible(int i, const std::string &xid) {
+        int n = 0;
+        for (const char *p : {"a", "b"}) {
+            std::string k = p + std::to_string(i);
+            void *v = nullptr;
+            size_t vl = 0;
+            if (tdb_get(db_, cf_, nullptr, k.data(), k.size(), &v, &vl) == TDB_OK) {
+                EXPECT_EQ(std::string((char *)v, vl), xid) << k;
+                tdb_free(v);
+                n++;
+            }
+        }
+        return n;
+    }
+    std::set<std::string> Listed() {
+        std::set<std::string> xids;
+        int n = tdb_recover_prepared(db_, CollectXid, &xids);
+        EXPECT_EQ(n, (int)xids.size());
+        return xids;
+    }
+    uint64_t WalSyncs() {
+        tdb_stats_t s;
+        EXPECT_EQ(tdb_get_stats(db_, nullptr, &s), TDB_OK);
+        return s.wal_syncs;
+    }
+    // Power loss, then a reopen of what is left on "disk".
+    void PowerLossReopen() {
+        ASSERT_EQ(fault_env_power_loss(fe_.fe), TDB_OK);
+        tdb_close(db_); // fails: the "process" is dead
+        db_ = nullptr;
+        fault_env_revive(fe_.fe);
+        Open();
+    }
+};
+
+// The marker is written but not synced: visible at once, no fsync for it,
+// and a power loss before any sync leaves the transaction prepared (both
+// keys invisible, listed by xid), which its xid then commits.
+TEST_F(PrepareNoSyncTest, PowerLossBeforeSyncLeavesItPrepared) {
+    tdb_txn_t *t = Prepare("x1", 1);
+    uint64_t syncs = WalSyncs();
+    ASSERT_EQ(CommitNoSync(t), TDB_OK) << tdb_last_error();
+    tdb_txn_free(t);
+    EXPECT_EQ(WalSyncs(), syncs) << "the no_sync commit marker was synced";
+    EXPECT_EQ(Visible(1, "x1"), 2);
+    EXPECT_TRUE(Listed().empty());
+    PowerLossReopen();
+    EXPECT_EQ(Visible(1, "x1"), 0) << "the unsynced marker survived the power loss";
+    EXPECT_EQ(Listed(), std::set<std::string>{"x1"});
+    ASSERT_EQ(tdb_commit_prepared(db_, "x1", 2), TDB_OK) << tdb_last_error();
+    EXPECT_EQ(Visible(1, "x1"), 2);
+    EXPECT_TRUE(Listed().empty());
+}
+
+// tdb_sync makes the marker durable (one fsync).
+TEST_F(PrepareNoSyncTest, TdbSyncMakesTheMarkerDurable) {
+    tdb_txn_t *t = Prepare("x1", 1);
+    ASSERT_EQ(CommitNoSync(t), TDB_OK) << tdb_last_error();
+    tdb_txn_free(t);
+    uint64_t syncs = WalSyncs();
+    ASSERT_EQ(tdb_sync(db_), TDB_OK) << tdb_last_error();
+    EXPECT_EQ(WalSyncs(), syncs + 1);
+    PowerLossReopen();
+    EXPECT_EQ(Visible(1, "x1"), 2);
+    EXPECT_TRUE(Listed().empty());
+}
+
+// So does any later synced write (the WAL is synced as a whole) and the
+// synced prepare of the next transaction.
+TEST_F(PrepareNoSyncTest, LaterSyncedWritesMakeTheMarkerDurable) {
+    tdb_txn_t *t = Prepare("x1", 1);
+    ASSERT_EQ(CommitNoSync(t), TDB_OK);
+    tdb_txn_free(t);
+    ASSERT_EQ(Put(7), TDB_OK); // FULL sync
+    t = Prepare("x2", 2);
+    ASSERT_EQ(CommitNoSync(t), TDB_OK);
+    tdb_txn_free(t);
+    t = Prepare("x3", 3); // its synced prepare covers x2's marker
+    tdb_txn_free(t);      // stays prepared
+    PowerLossReopen();
+    EXPECT_EQ(Get(7), TDB_OK);
+    EXPECT_EQ(Visible(1, "x1"), 2);
+    EXPECT_EQ(Visible(2, "x2"), 2);
+    EXPECT_EQ(Visible(3, "x3"), 0);
+    EXPECT_EQ(Listed(), std::set<std::string>{"x3"});
+    ASSERT_EQ(tdb_rollback_prepared(db_, "x3", 2), TDB_OK);
+}
+
+// A torn power loss keeps a random prefix of the unsynced bytes: each
+// transaction is then committed whole or prepared, never half-applied.
+TEST_F(PrepareNoSyncTest, TornPowerLossNeverHalfApplies) {
+    const int n = 20;
+    fault_env_set_loss_mode(fe_.fe, FAULT_LOSS_TORN);
+    std::vector<tdb_txn_t *> txns;
+    for (int i = 0; i < n; i++) txns.push_back(Prepare("x" + std::to_string(i), i)); // synced
+    for (tdb_txn_t *t : txns) { // n markers, none synced
+        ASSERT_EQ(CommitNoSync(t), TDB_OK);
+        tdb_txn_free(t);
+    }
+    PowerLossReopen();
+    std::set<std::string> listed = Listed();
+    int committed = 0;
+    for (int i = 0; i < n; i++) {
+        std::string x = "x" + std::to_string(i);
+        int v = Visible(i, x);
+        ASSERT_TRUE(v == 0 || v == 2) << "half of " << x;
+        EXPECT_NE(v == 2, listed.count(x) > 0) << x << ": committed and prepared, or neither";
+        committed += v == 2;
+    }
+    // Markers are logged in order: the committed ones are a prefix.
+    for (int i = 0; i < committed; i++) EXPECT_EQ(Visible(i, "x" + std::to_string(i)), 2) << i;
+    for (const std::string &x : listed) ASSERT_EQ(tdb_commit_prepared(db_, x.data(), x.size()), TDB_OK);
+    for (int i = 0; i < n; i++) EXPECT_EQ(Visible(i, "x" + std::to_string(i)), 2);
+}
+
+// no_sync is refused for a transaction that is not prepared (it would be
+// lost, not left prepared); the transaction stays usable.
+TEST_F(PrepareNoSyncTest, RefusedForAnUnpreparedTransaction) {
+    tdb_txn_options_t o;
+    tdb_txn_options_default(&o);
+    tdb_txn_t *t = nullptr;
+    ASSERT_EQ(tdb_txn_begin(db_, &o, &t), TDB_OK);
+    ASSERT_EQ(tdb_txn_put(t, cf_, "k", 1, "v", 1, 0), TDB_OK);
+    EXPECT_EQ(CommitNoSync(t), TDB_ERR_INVALID_ARG);
+    EXPECT_EQ(tdb_txn_commit_opt(t, nullptr), TDB_OK) << tdb_last_error();
+    tdb_txn_free(t);
 }
 
 } // namespace

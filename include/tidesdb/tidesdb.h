@@ -285,7 +285,9 @@ TDB_API int tdb_put(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen,
                     const void *val, size_t vlen, int64_t ttl_seconds);
 TDB_API int tdb_delete(tdb_t *db, tdb_cf_t *cf, const void *key, size_t klen);
 /* Make every write acknowledged so far durable (fsync the WAL), whatever
- * the column families' sync modes: e.g. after DDL in NONE mode. */
+ * the column families' sync modes: e.g. after DDL in NONE mode. Covers
+ * every write, commit and COMMIT marker (tdb_commit_options_t.no_sync) whose
+ * call returned before tdb_sync was called. */
 TDB_API int tdb_sync(tdb_t *db);
 /* One-operation batches of tdb_batch_delete_range / tdb_batch_single_delete. */
 TDB_API int tdb_delete_range(tdb_t *db, tdb_cf_t *cf, const void *start, size_t slen,
@@ -432,6 +434,23 @@ TDB_API int  tdb_txn_narrow_range(tdb_txn_t *t, uint64_t range_id, const void *l
  * snapshot. Valid until the transaction ends. */
 TDB_API int  tdb_txn_iter_create(tdb_txn_t *t, tdb_cf_t *cf, tdb_iter_t **out);
 TDB_API int  tdb_txn_commit(tdb_txn_t *t);
+/* Options of tdb_txn_commit_opt. */
+typedef struct tdb_commit_options {
+    int no_sync; /* prepared t only (else TDB_ERR_INVALID_ARG): its COMMIT
+                    marker is written to the WAL but not fsynced, whatever
+                    the families' sync modes. Gives up: until the next WAL
+                    sync (tdb_sync, any synced write or prepare, a WAL
+                    rotation) a power loss or OS crash may lose the marker;
+                    the transaction is then PREPARED again after the next
+                    open (tdb_recover_prepared lists it, resolve it by xid),
+                    never partly applied. A crash of the process alone loses
+                    nothing. For a coordinator whose own synced log decides
+                    the outcome (MariaDB's binary log): it calls tdb_sync
+                    before forgetting the outcomes logged so far. */
+} tdb_commit_options_t;
+TDB_API void tdb_commit_options_default(tdb_commit_options_t *o);
+/* tdb_txn_commit with options (opts NULL = defaults). */
+TDB_API int  tdb_txn_commit_opt(tdb_txn_t *t, const tdb_commit_options_t *opts);
 TDB_API int  tdb_txn_rollback(tdb_txn_t *t);
 /* Named savepoints nest; rolling back to one undoes later writes and
  * releases locks taken after it; releasing forgets it. */
@@ -491,9 +510,9 @@ TDB_API uint64_t tdb_txn_snapshot_sequence(const tdb_txn_t *t);
  * stay locked (its row locks if pessimistic; for every transaction, a
  * conflicting transactional write, locking read or commit-time check of
  * another transaction fails with TDB_ERR_CONFLICT; plain tdb_put is not
- * checked), and only tdb_txn_commit (a small COMMIT marker; the writes
- * become visible with new sequence numbers) and tdb_txn_rollback (a
- * ROLLBACK marker) are accepted; other calls return TDB_ERR_INVALID_ARG.
+ * checked), and only tdb_txn_commit / tdb_txn_commit_opt (a small COMMIT
+ * marker; the writes become visible with new sequence numbers) and
+ * tdb_txn_rollback (a ROLLBACK marker) are accepted; other calls return TDB_ERR_INVALID_ARG.
  * A commit that fails (I/O, out of space, a dropped family) leaves t
  * prepared: retry or roll back. TDB_ERR_BUSY from
  * back-pressure leaves t active (retry). Freeing a prepared t, closing the
@@ -606,6 +625,9 @@ typedef struct tdb_stats {
     int      background_paused;     /* tdb_pause_background count */
     uint64_t memory_budget;         /* max_memory_usage, resolved */
     uint64_t last_sequence;
+    uint64_t wal_syncs;             /* fsyncs of the WAL since open (synced
+                                       writes, tdb_sync, the interval thread,
+                                       rotations) */
 } tdb_stats_t;
 
 /* cf NULL = whole database. Write amplification is

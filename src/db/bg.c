@@ -482,7 +482,10 @@ void *db_sync_thread(void *arg) {
         pthread_mutex_unlock(&db->mu);
         pthread_mutex_lock(&db->wal_mu);
         int rc = TDB_OK;
-        if (db->wal && atomic_exchange(&db->wal_dirty, false)) rc = wal_writer_sync(db->wal);
+        if (db->wal && atomic_exchange(&db->wal_dirty, false)) {
+            rc = wal_writer_sync(db->wal);
+            atomic_fetch_add(&db->ctr.wal_syncs, 1);
+        }
         bool full = rc == TDB_ERR_NO_SPACE && wal_writer_error(db->wal) == TDB_ERR_NO_SPACE;
         wal_writer_t *synced = db->wal;
         pthread_mutex_unlock(&db->wal_mu);

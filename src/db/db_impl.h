@@ -184,7 +184,7 @@ struct tdb_snapshot {
 
 typedef struct db_counters {
     atomic_uint_fast64_t user_bytes, wal_bytes, flush_bytes, compact_read,
-        compact_written, flushes, compactions, stall_micros, stall_max, stalls, delays, stall_timeouts;
+        compact_written, flushes, compactions, stall_micros, stall_max, stalls, delays, stall_timeouts, wal_syncs;
 } db_counters_t;
 
 struct tdb {

@@ -88,8 +88,10 @@ int db_write_bounded(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx
 int db_prepare(tdb_t *db, tdb_batch_t *b, slice_t xid, bool durable, writer_validate_fn fn, void *ctx,
                int64_t stall_timeout_ms);
 /* Commit (a COMMIT marker; the entries numbered and applied) or roll back
- * (a ROLLBACK marker) the prepared transaction of xid. */
-int db_commit_prepared(tdb_t *db, slice_t xid, bool attached);
+ * (a ROLLBACK marker) the prepared transaction of xid. The marker is synced
+ * if a family written is TDB_SYNC_FULL, unless no_sync (then it waits for
+ * the next WAL sync; tdb_commit_options_t.no_sync). */
+int db_commit_prepared(tdb_t *db, slice_t xid, bool attached, bool no_sync);
 int db_rollback_prepared(tdb_t *db, slice_t xid, bool attached);
 /* The handle of xid went away: it stays prepared, resolvable by xid. */
 void db_prepared_detach(tdb_t *db, slice_t xid);

@@ -194,6 +194,7 @@ int tdb_get_stats(tdb_t *db, tdb_cf_t *cf, tdb_stats_t *out) {
     out->block_cache_bytes = ls.usage;
     out->user_bytes_written = atomic_load(&db->ctr.user_bytes);
     out->wal_bytes_written = atomic_load(&db->ctr.wal_bytes);
+    out->wal_syncs = atomic_load(&db->ctr.wal_syncs);
     out->flush_bytes_written = atomic_load(&db->ctr.flush_bytes);
     out->compaction_bytes_read = atomic_load(&db->ctr.compact_read);
     out->compaction_bytes_written = atomic_load(&db->ctr.compact_written);

@@ -183,6 +183,7 @@ static int db_relog_wal(tdb_t *db) {
     TRY(relog_put(&out, &rec));
     TRY(relog_flush(&out));
     TRY(wal_writer_sync(nw));
+    atomic_fetch_add(&db->ctr.wal_syncs, 1);
     pthread_mutex_lock(&db->wal_mu);
     wal_writer_t *old = db->wal;
     uint64_t old_number = db->wal_number;
@@ -234,6 +235,7 @@ int db_rotate_wal(tdb_t *db) {
     pthread_mutex_lock(&db->wal_mu);
     if (db->wal) {
         rc = wal_writer_seal(db->wal); /* cut to its records and synced: complete (wal.h) */
+        atomic_fetch_add(&db->ctr.wal_syncs, 1);
         if (rc == TDB_ERR_NO_SPACE && wal_writer_error(db->wal) == TDB_ERR_NO_SPACE) {
             /* The fsync ran out of space: the new log is written from the
              * memtables instead (above). */
@@ -356,6 +358,7 @@ int db_wal_append_locked(tdb_t *db, const slice_t *payloads, int n, bool sync, b
     *nospace = rc == TDB_ERR_NO_SPACE;
     if (rc == TDB_OK && sync) {
         rc = wal_writer_sync_group(db->wal, before);
+        atomic_fetch_add(&db->ctr.wal_syncs, 1);
         if (rc == TDB_ERR_NO_SPACE) { /* cut off and sealed: not sticky */
             char detail[512];
             snprintf(detail, sizeof detail, "%s", tdb_last_error());

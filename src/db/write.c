@@ -83,6 +83,7 @@ int tdb_sync(tdb_t *db) {
     if (rc != TDB_OK) return rc;
     pthread_mutex_lock(&db->wal_mu);
     rc = db->wal ? wal_writer_sync(db->wal) : TDB_OK;
+    if (db->wal) atomic_fetch_add(&db->ctr.wal_syncs, 1);
     if (rc == TDB_OK) atomic_store(&db->wal_dirty, false);
     bool full = rc == TDB_ERR_NO_SPACE && wal_writer_error(db->wal) == TDB_ERR_NO_SPACE;
     wal_writer_t *synced = db->wal;

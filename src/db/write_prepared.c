@@ -3,7 +3,9 @@
  * "Two-phase commit"): a prepare is a writer of the queue whose record is
  * logged but neither numbered nor applied; the commit of a prepared
  * transaction is a writer whose batch holds the prepared entries (numbered
- * and applied like any batch) and whose WAL record is a small COMMIT marker;
+ * and applied like any batch) and whose WAL record is a small COMMIT marker
+ * (synced per the families' sync modes, or left for the next WAL sync:
+ * tdb_commit_options_t.no_sync);
  * a rollback appends a ROLLBACK marker under wal_mu. The registry of
  * prepared transactions and its invariants are in db/prepared.c.
  */
@@ -70,7 +72,7 @@ static int rebuild_entry(void *ctx, uint64_t seq, const batch_entry_t *e) {
     return batch_add_raw(c->b, cf, e->type, e->key, e->value);
 }
 
-int db_commit_prepared(tdb_t *db, slice_t xid, bool attached) {
+int db_commit_prepared(tdb_t *db, slice_t xid, bool attached, bool no_sync) {
     prepared_t *p;
     TDB_RET(db_prepared_begin_resolve(db, xid, attached, &p));
     int rc = TDB_OK;
@@ -92,6 +94,10 @@ int db_commit_prepared(tdb_t *db, slice_t xid, bool attached) {
         int mode = db_cf_sync_mode(db, cfs[i]);
         w.sync |= mode == TDB_SYNC_FULL;
         w.interval |= mode == TDB_SYNC_INTERVAL;
+    }
+    if (no_sync) { /* durable at the next WAL sync; until then a crash leaves it prepared */
+        w.sync = false;
+        w.interval = true; /* wal_dirty: an interval-sync thread, if any, takes it */
     }
     b->wal_marker = &marker;
     w.batch = b;
@@ -164,7 +170,7 @@ int tdb_recover_prepared(tdb_t *db, tdb_prepared_fn fn, void *ctx) {
 
 int tdb_commit_prepared(tdb_t *db, const void *xid, size_t xid_len) {
     if (!db || !xid || !xid_len) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_commit_prepared: NULL argument");
-    return db_commit_prepared(db, slice_make(xid, xid_len), false);
+    return db_commit_prepared(db, slice_make(xid, xid_len), false, false);
 }
 
 int tdb_rollback_prepared(tdb_t *db, const void *xid, size_t xid_len) {

@@ -576,12 +576,23 @@ static bool needs_validation(tdb_txn_t *t) {
     return checks_writes(t) || t->reads.size || t->nranges || db_prepared_any(t->db);
 }
 
-int tdb_txn_commit(tdb_txn_t *t) {
+void tdb_commit_options_default(tdb_commit_options_t *o) { memset(o, 0, sizeof *o); }
+
+int tdb_txn_commit_opt(tdb_txn_t *t, const tdb_commit_options_t *opts) {
+    bool no_sync = opts && opts->no_sync;
     if (t && t->state == TXN_PREPARED) {
-        int rc = db_commit_prepared(t->db, buf_slice(&t->xid), true);
+        int rc = db_commit_prepared(t->db, buf_slice(&t->xid), true, no_sync);
         if (rc == TDB_OK) txn_end(t, TXN_COMMITTED); /* else still prepared: retry or roll back */
         return rc;
     }
+    if (no_sync)
+        return tdb_err(TDB_ERR_INVALID_ARG, "no_sync commits only a prepared transaction (a lost marker leaves it "
+                                            "prepared; an unprepared commit would be lost)");
+    return tdb_txn_commit(t);
+}
+
+int tdb_txn_commit(tdb_txn_t *t) {
+    if (t && t->state == TXN_PREPARED) return tdb_txn_commit_opt(t, NULL);
     int rc = check_active(t);
     if (rc != TDB_OK) return rc;
     if (t->open_iters) return tdb_err(TDB_ERR_INVALID_ARG, "destroy the transaction's iterators first");
