@@ -20,14 +20,26 @@
  *     or from binlog recovery, which asks recover for the list).
  *     A connection that ends with a prepared transaction leaves it prepared
  *     (its keys stay locked in the library), as MariaDB expects of XA.
- *     There is no commit_checkpoint_request: the binary log then waits for
- *     each engine commit to return before it counts the XID as done, so a
- *     commit that returned is as durable as the families' sync mode makes
- *     it; with TDB_SYNC_FULL, prepare and the commit marker are both
- *     synced and the binlog and the engine agree after any crash.
+ *  5. Group commit with the binary log (or another transaction coordinator:
+ *     the server's XID, not a user's). prepare is synced (the durable
+ *     preset's TDB_SYNC_FULL families); the coordinator then syncs its log
+ *     and calls commit_ordered, in its commit order, on its group-commit
+ *     leader thread: the library commit runs there, its COMMIT marker not
+ *     synced (Trx::commit_ordered), so a transaction costs two fsyncs (the
+ *     prepare, the binlog), shared by the group, as with InnoDB, not three.
+ *     Until the next WAL sync a power loss may take the marker: the
+ *     transaction is prepared again after restart and binlog recovery
+ *     commits it by XID, since its XID is in the binary log. The
+ *     coordinator forgets an XID only after commit_checkpoint_request's
+ *     cookie is notified, which commit_sync.cc does after a tdb_sync that
+ *     began after the request (its invariants). Everything else commits
+ *     in commit(), synced per the sync mode: transactions without the
+ *     binary log, user XA (XA COMMIT, also ONE PHASE: binlog recovery does
+ *     not resolve user XIDs), and a commit_ordered attempt that failed.
  */
 #include "handlerton.h"
 
+#include "commit_sync.h"
 #include "sysvars.h"
 
 #include <string.h>
@@ -75,7 +87,7 @@ static Trx *trx_for_transaction_end(THD *thd, bool all) {
 int trx_hton_commit(handlerton *, THD *thd, bool all) {
   Trx *trx = trx_for_transaction_end(thd, all);
   if (!trx) return 0;
-  if (trx->prepared()) sysvars_crash_point("xa_before_commit");
+  if (trx->prepared() && !trx->ordered()) sysvars_crash_point("xa_before_commit");
   int err = trx->commit();
   if (err == HA_ERR_LOCK_DEADLOCK) {
     /* First committer wins: report as a deadlock, as InnoDB and MyRocks
@@ -91,6 +103,16 @@ int trx_hton_commit(handlerton *, THD *thd, bool all) {
                     last_error_detail().c_str());
   }
   return err;
+}
+
+/* Invariant 5: on the coordinator's leader thread, in its commit order;
+ * no error may be raised here (commit() reports it). */
+void trx_hton_commit_ordered(handlerton *, THD *thd, bool) {
+  Trx *trx = (Trx *)thd_get_ha_data(thd, g_hton);
+  if (!trx || !trx->prepared()) return;
+  sysvars_crash_point("xa_before_commit");
+  trx->commit_ordered();
+  if (trx->ordered()) sysvars_crash_point("xa_after_commit_ordered");
 }
 
 int trx_hton_rollback(handlerton *, THD *thd, bool all) {
@@ -173,7 +195,9 @@ int trx_hton_prepare(handlerton *, THD *thd, bool all) {
   if (!trx) return 0;
   XID xid;
   thd_get_xid(thd, (MYSQL_XID *)&xid);
-  int err = trx->prepare(xid_pack(&xid));
+  /* The server's own XID (MySQLXid...), which binlog recovery resolves:
+   * invariant 5. */
+  int err = trx->prepare(xid_pack(&xid), xid.get_my_xid() != 0);
   if (err) {
     my_printf_error(err == HA_ERR_LOCK_DEADLOCK ? ER_LOCK_DEADLOCK : ER_ERROR_DURING_COMMIT,
                     "TidesDB: prepare failed (transaction rolled back): %s", MYF(0), last_error_detail().c_str());

@@ -19,6 +19,7 @@ int trx_register(THD *thd, Trx *trx);
 
 /* Handlerton callbacks. */
 int trx_hton_commit(handlerton *hton, THD *thd, bool all);
+void trx_hton_commit_ordered(handlerton *hton, THD *thd, bool all);
 int trx_hton_rollback(handlerton *hton, THD *thd, bool all);
 int trx_hton_close_connection(handlerton *hton, THD *thd);
 int trx_hton_savepoint_set(handlerton *hton, THD *thd, void *sv);

@@ -1,6 +1,7 @@
 /* plugin: the handlerton, opening/closing the database, error mapping and
  * the plugin declaration (see tdb_common.h for the file map). */
 #include "ha_tidesdb.h"
+#include "commit_sync.h"
 #include "handlerton.h"
 #include "info_schema.h"
 
@@ -116,6 +117,8 @@ static int tidesdb_init(void *p) {
   hton->savepoint_rollback = trx_hton_savepoint_rollback;
   hton->savepoint_release = trx_hton_savepoint_release;
   hton->commit = trx_hton_commit;
+  hton->commit_ordered = trx_hton_commit_ordered;
+  hton->commit_checkpoint_request = commit_sync_request;
   hton->rollback = trx_hton_rollback;
   hton->close_connection = trx_hton_close_connection;
   hton->start_consistent_snapshot = trx_hton_start_consistent_snapshot;
@@ -136,11 +139,13 @@ static int tidesdb_init(void *p) {
     g_db = NULL;
     return 1;
   }
+  commit_sync_start();
   log_info("TidesDB: opened %s (%s memtable)", DB_DIR, g_unified_active ? "unified" : "per-table");
   return 0;
 }
 
 static int tidesdb_deinit(void *p) {
+  commit_sync_stop(); /* pending binlog checkpoints first: the server waits for them */
   dict_shutdown();
   if (g_db) {
     int rc = tdb_close(g_db);

@@ -1,6 +1,7 @@
 /* sysvars: tidesdb_* variables, table options, status (see sysvars.h). */
 #include "sysvars.h"
 
+#include "commit_sync.h"
 #include "dict.h"
 #include "hot_backup.h"
 #include "trx.h"
@@ -319,6 +320,7 @@ struct StatusValues {
   ulonglong lock_waits, flushes_pending, compactions_pending;
   ulonglong alter_instant, alter_inplace, alter_index_rows, alter_catchup_rows;
   ulonglong range_locks;
+  ulonglong wal_syncs, commits_ordered, commit_checkpoints;
   char build[16];
 };
 static thread_local StatusValues t_sv;
@@ -372,6 +374,9 @@ static const SHOW_VAR status_template[] = {
     SV(alter_index_rows, SHOW_ULONGLONG),
     SV(alter_catchup_rows, SHOW_ULONGLONG),
     SV(range_locks, SHOW_ULONGLONG),
+    SV(wal_syncs, SHOW_ULONGLONG),
+    SV(commits_ordered, SHOW_ULONGLONG),
+    SV(commit_checkpoints, SHOW_ULONGLONG),
     SV(build, SHOW_CHAR),
     {NullS, NullS, SHOW_LONG}};
 #undef SV
@@ -407,6 +412,7 @@ static int show_tidesdb_vars(THD *, SHOW_VAR *var, void *, struct system_status_
     v.lock_waits = st.lock_waits;
     v.flushes_pending = st.flushes_pending;
     v.compactions_pending = st.compactions_pending;
+    v.wal_syncs = st.wal_syncs;
     for (int l = 1; l < TDB_MAX_LEVELS; l++) {
       v.sst_files += st.levels[l].files;
       v.sst_bytes += st.levels[l].bytes;
@@ -436,6 +442,8 @@ static int show_tidesdb_vars(THD *, SHOW_VAR *var, void *, struct system_status_
   v.lock_deadlocks = Trx::s_deadlocks;
   v.lock_wait_timeouts = Trx::s_lock_timeouts;
   v.write_stalls_busy = Trx::s_busy;
+  v.commits_ordered = Trx::s_ordered_commits;
+  v.commit_checkpoints = commit_sync_notified();
   char **names;
   size_t count;
   if (g_db && tdb_list_cfs(g_db, &names, &count) == TDB_OK) {

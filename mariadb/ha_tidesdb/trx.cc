@@ -21,6 +21,8 @@ std::atomic<ulonglong> Trx::s_conflicts{0};
 std::atomic<ulonglong> Trx::s_deadlocks{0};
 std::atomic<ulonglong> Trx::s_lock_timeouts{0};
 std::atomic<ulonglong> Trx::s_busy{0};
+std::atomic<ulonglong> Trx::s_ordered_commits{0};
+std::atomic<long> Trx::s_ordered_failed{0};
 
 /* The internal savepoint taken at the start of every statement of a
  * multi-statement transaction (user savepoints are named "s<n>"). */
@@ -234,6 +236,9 @@ void Trx::finish() {
   m_pub_prepared = false;
   m_active = false;
   m_prepared = false;
+  m_binlog_xid = false;
+  if (m_ordered && m_ordered_rc != TDB_OK) s_ordered_failed--; /* retried (commit) or left prepared */
+  m_ordered = false;
   m_stmt_active = false;
   m_stmt_sp = false;
   m_nwrites = 0;
@@ -298,13 +303,33 @@ int Trx::commit_waiting() {
   return TDB_ERR_BUSY;
 }
 
+void Trx::commit_ordered() {
+  if (!m_active || !m_prepared || !m_binlog_xid || m_ordered) return;
+  tdb_commit_options_t o;
+  tdb_commit_options_default(&o);
+  o.no_sync = 1;
+  int rc;
+  /* Back-pressure: retried without limit, as commit_waiting does for a
+   * prepared transaction (each call waits at most STALL_SLICE_MS). */
+  while ((rc = tdb_txn_commit_opt(m_txn, &o)) == TDB_ERR_BUSY) {
+  }
+  m_ordered = true;
+  m_ordered_rc = rc;
+  if (rc == TDB_OK)
+    s_ordered_commits++;
+  else
+    s_ordered_failed++; /* still prepared: commit() retries it */
+}
+
 int Trx::commit() {
   detach_iters();
   fold_stmt();
   int err = 0;
   if (m_active) {
     bool wrote = m_nwrites != 0;
-    int rc = commit_waiting();
+    bool retry = m_ordered && m_ordered_rc != TDB_OK;
+    /* Done by commit_ordered, or (it failed) retried here, synced. */
+    int rc = m_ordered && !retry ? TDB_OK : commit_waiting();
     if (rc == TDB_OK) {
       apply_counters();
       s_commits++;
@@ -335,7 +360,7 @@ void Trx::rollback() {
   finish();
 }
 
-int Trx::prepare(const std::string &xid) {
+int Trx::prepare(const std::string &xid, bool binlog_xid) {
   detach_iters();
   fold_stmt();
   /* Nothing written: nothing to log; commit() ends the read-only
@@ -358,6 +383,7 @@ int Trx::prepare(const std::string &xid) {
   }
   if (rc == TDB_OK) {
     m_prepared = true;
+    m_binlog_xid = binlog_xid;
     m_pub_prepared = true;
     m_stmt_active = false;
     return 0;

@@ -42,7 +42,8 @@
  *     into the transaction's at statement end; savepoints copy the
  *     transaction's deltas. They are applied to TableDef::rows at commit.
  *  5. A Trx belongs to one THD and is used only by that THD's thread
- *     (except cancel_wait()).
+ *     (except cancel_wait(), and commit_ordered(), which the binary log's
+ *     group-commit leader runs while the owner thread waits for it).
  */
 #ifndef TIDESQL_TRX_H
 #define TIDESQL_TRX_H
@@ -102,9 +103,17 @@ class Trx {
    * already) and is never rolled back by the engine. detach_prepared()
    * lets go of the handle of a prepared transaction (the connection
    * ends): it stays prepared in the library, resolved by XID later. */
-  int prepare(const std::string &xid);
+  int prepare(const std::string &xid, bool binlog_xid);
   bool prepared() const { return m_prepared; }
   void detach_prepared();
+  /* The commit_ordered step (handlerton.cc, invariant 5), on the binary
+   * log's group-commit leader thread (no THD calls): a transaction
+   * prepared under the binary log's own XID commits now, in binlog order,
+   * its COMMIT marker not synced (tdb_commit_options_t.no_sync); commit()
+   * then only reports the result. Anything else is left to commit(). A
+   * failed attempt counts in s_ordered_failed until commit() retried it. */
+  void commit_ordered();
+  bool ordered() const { return m_ordered; }
 
   /* Savepoints (SAVEPOINT, ROLLBACK TO, RELEASE). */
   /* sv: the server's savepoint area, used only as a key. */
@@ -155,6 +164,10 @@ class Trx {
   /* Counters (status variables). */
   static std::atomic<ulonglong> s_commits, s_rollbacks, s_conflicts, s_deadlocks, s_lock_timeouts,
       s_busy;
+  /* Commits done by commit_ordered (marker not synced), and those whose
+   * commit_ordered attempt failed and commit() has not retried yet. */
+  static std::atomic<ulonglong> s_ordered_commits;
+  static std::atomic<long> s_ordered_failed;
 
  private:
   struct Touched {
@@ -180,6 +193,9 @@ class Trx {
   tdb_txn_options_t m_opts;
   bool m_active = false;
   bool m_prepared = false; /* prepare() succeeded, commit/rollback pending */
+  bool m_binlog_xid = false; /* ...under the binary log's XID, not a user's */
+  bool m_ordered = false;    /* commit_ordered() ran the library commit */
+  int m_ordered_rc = 0;      /* ...with this result */
   bool m_multi = false;
   bool m_stmt_active = false;
   bool m_stmt_sp = false; /* STMT_SP exists for the running statement */
