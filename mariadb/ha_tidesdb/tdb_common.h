@@ -12,6 +12,7 @@
  *                         statement rollback, savepoints
  *   txn_iter.{h,cc}       ordered iterator in a transaction's view
  *   handlerton.{h,cc}     the server's transaction callbacks, THD <-> Trx
+ *   commit_sync.{h,cc}    binlog commit checkpoints: sync thread, notify
  *   ha_tidesdb.{h,cc}     the handler: capabilities, open/close, errors
  *   ha_tidesdb_ddl.cc     CREATE/DROP/RENAME/TRUNCATE, OPTIMIZE
  *   ha_tidesdb_alter.cc   ALTER TABLE in place: INSTANT, index builds
