@@ -102,7 +102,9 @@ class Trx {
    * through back-pressure without limit (the binary log may hold it
    * already) and is never rolled back by the engine. detach_prepared()
    * lets go of the handle of a prepared transaction (the connection
-   * ends): it stays prepared in the library, resolved by XID later. */
+   * ends): it stays prepared in the library, resolved by XID later.
+   * binlog_xid: xid is the server's own (binlog recovery resolves it),
+   * not a user's XA XID. */
   int prepare(const std::string &xid, bool binlog_xid);
   bool prepared() const { return m_prepared; }
   void detach_prepared();
