@@ -466,7 +466,10 @@ TDB_API void tdb_txn_free(tdb_txn_t *t);
  * For a per-statement bound such as SQL's NOWAIT, WAIT n or SKIP LOCKED.
  * TDB_ERR_INVALID_ARG if ms < 0. */
 TDB_API int  tdb_txn_set_lock_timeout(tdb_txn_t *t, int64_t ms);
-/* Wake a lock wait of t from another thread (it returns TDB_ERR_ABORTED). */
+/* Wake a lock wait of t from another thread (it returns TDB_ERR_ABORTED);
+ * if t is not waiting, its next wait returns so at once. A cancel still
+ * pending when t begins again (tdb_txn_reset) is dropped: it was meant for
+ * the run that ended. */
 TDB_API void tdb_txn_cancel_wait(tdb_txn_t *t);
 /* The transaction's id: unique among the transactions of the database
  * since it was opened (a new one after each begin or reset). */
@@ -496,6 +499,37 @@ typedef int (*tdb_lock_wait_fn)(void *ctx, const tdb_lock_wait_t *w);
  * may call the library); non-zero from fn stops. Returns the number of
  * pairs reported (>= 0) or an error. */
 TDB_API int tdb_list_lock_waits(tdb_t *db, tdb_lock_wait_fn fn, void *ctx);
+/* Being told, synchronously, that a pessimistic transaction is about to
+ * wait for a row lock, and behind whom (for an embedder that orders
+ * transactions itself: MariaDB's parallel replication kills a holder that
+ * must commit after the waiter, see docs/design/locks.md "Wait hook").
+ * blocker_holds: 1 = the blocker holds the lock, 0 = it is queued ahead
+ * of the waiter (it will hold the lock first). The user pointers are what
+ * tdb_txn_set_user gave each transaction (NULL if nothing). */
+typedef struct tdb_lock_block {
+    uint64_t waiter_txn_id;
+    uint64_t blocker_txn_id;
+    void    *waiter_user;
+    void    *blocker_user;
+    int      blocker_holds;
+} tdb_lock_block_t;
+typedef void (*tdb_lock_wait_hook_fn)(void *ctx, const tdb_lock_block_t *b);
+/* Install (fn != NULL) or remove the database's lock-wait hook. Before a
+ * request sleeps (after its deadlock check passed) fn is called once per
+ * transaction ahead of it: every other holder of the lock, then every
+ * waiter queued ahead, nearest first. It runs on the waiting thread with
+ * that lock's internal stripe mutex held, so no blocker can release the
+ * lock (or end) during the call and its user pointer stays valid; fn must
+ * therefore be quick, must call no tdb_* function other than
+ * tdb_txn_cancel_wait, and must not wait for anything a thread inside the
+ * library may hold. A call already running may finish after the hook was
+ * replaced. Requests that need no wait never call it. */
+TDB_API int tdb_set_lock_wait_hook(tdb_t *db, tdb_lock_wait_hook_fn fn, void *ctx);
+/* An opaque pointer of the embedder's, reported as waiter_user or
+ * blocker_user by the lock-wait hook; kept across tdb_txn_reset. Set it
+ * from the transaction's own thread, while it does not wait. */
+TDB_API void  tdb_txn_set_user(tdb_txn_t *t, void *user);
+TDB_API void *tdb_txn_user(const tdb_txn_t *t);
 /* Sequence number of the transaction's snapshot. */
 TDB_API uint64_t tdb_txn_snapshot_sequence(const tdb_txn_t *t);
 

@@ -98,6 +98,9 @@ struct lock_mgr {
     size_t stack_cap;
     _Atomic uint64_t acquired, waits, deadlocks, timeouts, cancelled, held;
     _Atomic long owners;
+    /* Under graph_mu: the wait hook (lock_mgr_set_wait_hook). */
+    tdb_lock_wait_hook_fn hook;
+    void *hook_ctx;
 };
 
 struct lock_owner {
@@ -108,6 +111,7 @@ struct lock_owner {
     int cancel;
     lk_wait_t wait;
     uint64_t visit; /* DFS epoch (graph_mu) */
+    _Atomic(void *) user; /* the embedder's pointer, for the wait hook */
     /* Owner thread only. */
     uint64_t next_rid; /* range locks taken so far */
     lk_rec_t *log;
@@ -456,6 +460,43 @@ void lock_owner_destroy(lock_owner_t *o) {
 /* The owner's transaction id. */
 uint64_t lock_owner_txn_id(const lock_owner_t *o) { return o->txn_id; }
 
+/* Holding nothing, the owner is in no head: no other thread reads txn_id
+ * until the owner's next acquire publishes it under a stripe mutex. */
+void lock_owner_set_txn_id(lock_owner_t *o, uint64_t txn_id) { o->txn_id = txn_id; }
+
+void lock_owner_set_user(lock_owner_t *o, void *user) {
+    atomic_store_explicit(&o->user, user, memory_order_relaxed);
+}
+
+void lock_mgr_set_wait_hook(lock_mgr_t *m, tdb_lock_wait_hook_fn fn, void *ctx) {
+    pthread_mutex_lock(&m->graph_mu);
+    m->hook = fn;
+    m->hook_ctx = ctx;
+    pthread_mutex_unlock(&m->graph_mu);
+}
+
+/* Tell the hook about every owner w waits behind on h (caller holds h's
+ * stripe mutex, so the holders and the queue ahead of w are fixed). */
+static void lk_report_blockers(lock_owner_t *o, lk_head_t *h, lk_wait_t *w, tdb_lock_wait_hook_fn fn, void *ctx) {
+    tdb_lock_block_t b;
+    b.waiter_txn_id = o->txn_id;
+    b.waiter_user = atomic_load_explicit(&o->user, memory_order_relaxed);
+    b.blocker_holds = 1;
+    for (lk_grant_t *g = h->holders; g; g = g->next) {
+        if (g->owner == o) continue;
+        b.blocker_txn_id = g->owner->txn_id;
+        b.blocker_user = atomic_load_explicit(&g->owner->user, memory_order_relaxed);
+        fn(ctx, &b);
+    }
+    b.blocker_holds = 0;
+    for (lk_wait_t *a = w->prev; a; a = a->prev) {
+        if (a->upgrade) continue; /* a holder upgrading: reported above */
+        b.blocker_txn_id = a->owner->txn_id;
+        b.blocker_user = atomic_load_explicit(&a->owner->user, memory_order_relaxed);
+        fn(ctx, &b);
+    }
+}
+
 /* Length of the acquisition log. */
 size_t lock_owner_count(const lock_owner_t *o) { return o->nlog; }
 
@@ -550,7 +591,10 @@ static int lk_wait_for(lock_owner_t *o, lk_stripe_t *s, lk_head_t *h, lk_grant_t
         return tdb_err(TDB_ERR_DEADLOCK, "lock wait would deadlock (txn %llu is the victim)",
                        (unsigned long long)o->txn_id);
     }
+    tdb_lock_wait_hook_fn hook = m->hook;
+    void *hook_ctx = m->hook_ctx;
     pthread_mutex_unlock(&m->graph_mu);
+    if (hook) lk_report_blockers(o, h, w, hook, hook_ctx); /* stripe mutex only */
     pthread_mutex_unlock(&s->mu);
     STAT_ADD(m, waits, 1);
     if (pass) STAT_ADD(m, range_waits, 1);
@@ -916,6 +960,12 @@ void lock_cancel_wait(lock_owner_t *o) {
     pthread_mutex_lock(&o->mu);
     o->cancel = 1;
     pthread_cond_signal(&o->cv);
+    pthread_mutex_unlock(&o->mu);
+}
+
+void lock_clear_cancel(lock_owner_t *o) {
+    pthread_mutex_lock(&o->mu);
+    o->cancel = 0;
     pthread_mutex_unlock(&o->mu);
 }
 

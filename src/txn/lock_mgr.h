@@ -82,6 +82,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tidesdb/tidesdb.h"
 #include "util/slice.h"
 
 #ifdef __cplusplus
@@ -100,8 +101,22 @@ void lock_mgr_destroy(lock_mgr_t *m);
 lock_owner_t *lock_owner_create(lock_mgr_t *m, uint64_t txn_id);
 /* Release everything the owner holds and free it. Must not be waiting. */
 void lock_owner_destroy(lock_owner_t *o);
-/* The txn_id the owner was created with. */
+/* The owner's txn_id (as created, or as last set). */
 uint64_t lock_owner_txn_id(const lock_owner_t *o);
+/* A new txn_id for a reused owner (its transaction began again): only by
+ * the owner's thread, while it holds and waits for nothing. */
+void lock_owner_set_txn_id(lock_owner_t *o, uint64_t txn_id);
+/* The embedder's pointer reported by the wait hook (any time, by the
+ * owner's thread; read atomically by waiters on other threads). */
+void lock_owner_set_user(lock_owner_t *o, void *user);
+
+/* Wait hook (tidesdb.h, tdb_set_lock_wait_hook): called by a requester
+ * after it queued and its deadlock check passed, before it sleeps, once per
+ * owner ahead of it (holders other than itself, then queued waiters that
+ * are not also holders, nearest first), with the head's stripe mutex held
+ * and nothing else: the head cannot change during the calls, so every
+ * reported owner is alive. fn and ctx are read under the graph mutex. */
+void lock_mgr_set_wait_hook(lock_mgr_t *m, tdb_lock_wait_hook_fn fn, void *ctx);
 
 /* Shared (exclusive = 0) or exclusive lock on (cf_id, key), also for keys
  * that do not exist. Re-entrant: asking again for a mode already covered
@@ -161,6 +176,8 @@ void lock_release_all(lock_owner_t *o);
  * the cancel took effect returns TDB_OK and leaves the cancel pending.
  * Acquisitions that need no wait do not consume it. */
 void lock_cancel_wait(lock_owner_t *o);
+/* Drop a pending cancel (the owner's transaction begins again). */
+void lock_clear_cancel(lock_owner_t *o);
 
 typedef struct lock_stats {
     uint64_t acquired;  /* lock_acquire calls that returned TDB_OK */

@@ -77,6 +77,7 @@ struct tdb_txn {
     tdb_batch_t *batch; /* commit batch, reused across runs */
     buf_t xid;          /* PREPARED: its xid */
     bool preparing;     /* in tdb_txn_prepare: written keys are checked at every level */
+    void *user;         /* tdb_txn_set_user, for the lock-wait hook */
 };
 
 void tdb_txn_options_default(tdb_txn_options_t *o) {
@@ -154,6 +155,10 @@ static int txn_start(tdb_txn_t *t, const tdb_txn_options_t *opts) {
         if (!m) return tdb_err(TDB_ERR_NOMEM, "lock manager");
         t->locks = lock_owner_create(m, t->id);
         if (!t->locks) return tdb_err(TDB_ERR_NOMEM, "lock owner");
+        lock_owner_set_user(t->locks, t->user);
+    } else if (t->locks) {
+        lock_owner_set_txn_id(t->locks, t->id); /* reused by reset: holds nothing */
+        lock_clear_cancel(t->locks);            /* meant for the run that ended */
     }
     if (uses_snapshot(t)) {
         t->snap = tdb_snapshot_create(t->db);
@@ -224,6 +229,22 @@ void tdb_txn_cancel_wait(tdb_txn_t *t) {
 }
 
 uint64_t tdb_txn_snapshot_sequence(const tdb_txn_t *t) { return t ? t->snap_seq : 0; }
+
+int tdb_set_lock_wait_hook(tdb_t *db, tdb_lock_wait_hook_fn fn, void *ctx) {
+    if (!db) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_set_lock_wait_hook: NULL database");
+    lock_mgr_t *m = txn_lock_mgr(db);
+    if (!m) return tdb_err(TDB_ERR_NOMEM, "lock manager");
+    lock_mgr_set_wait_hook(m, fn, fn ? ctx : NULL);
+    return TDB_OK;
+}
+
+void tdb_txn_set_user(tdb_txn_t *t, void *user) {
+    if (!t) return;
+    t->user = user;
+    if (t->locks) lock_owner_set_user(t->locks, user);
+}
+
+void *tdb_txn_user(const tdb_txn_t *t) { return t ? t->user : NULL; }
 
 uint64_t tdb_txn_id(const tdb_txn_t *t) { return t ? t->id : 0; }
 
