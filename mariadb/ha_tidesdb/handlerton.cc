@@ -36,6 +36,21 @@
  *     in commit(), synced per the sync mode: transactions without the
  *     binary log, user XA (XA COMMIT, also ONE PHASE: binlog recovery does
  *     not resolve user XIDs), and a commit_ordered attempt that failed.
+ *  6. Parallel replication. Each library transaction carries its THD as
+ *     its user pointer (Trx::begin). Before a row-lock wait the library
+ *     calls trx_lock_wait_hook once per transaction ahead (holders, then
+ *     queued waiters), on the waiter's thread with only a lock-manager
+ *     stripe mutex held, so the blockers' THDs are alive (a THD's
+ *     transaction releases its locks before the THD goes). When the waiter
+ *     needs wait reports (thd_need_wait_reports: a binlogging server or a
+ *     parallel-replication worker), each pair goes to
+ *     thd_rpl_deadlock_check: if the blocker is a worker that must commit
+ *     after the waiter, the server queues a kill of it (asynchronously, in
+ *     its deadlock-kill thread), whose kill_query here cancels the
+ *     blocker's lock wait; the worker's statement fails, the server rolls
+ *     the transaction back (releasing its locks) and retries it. On the
+ *     primary the report also marks the transaction as having waited (the
+ *     GTID event's "waited" flag, which optimistic replicas use).
  */
 #include "handlerton.h"
 
@@ -163,6 +178,21 @@ void trx_hton_kill_query(handlerton *, THD *thd, enum thd_kill_levels) {
   std::lock_guard<std::mutex> g(g_trx_mu);
   Trx *trx = (Trx *)thd_get_ha_data(thd, g_hton);
   if (trx && trx->txn()) tdb_txn_cancel_wait(trx->txn());
+}
+
+/* Server calls for parallel replication (sql_class.cc; exported by the
+ * server, declared by each engine that uses them). */
+extern "C" int thd_rpl_deadlock_check(MYSQL_THD thd, MYSQL_THD other_thd);
+extern "C" int thd_need_wait_reports(const MYSQL_THD thd);
+
+/* Invariant 5. Runs under a library stripe mutex: only server calls that
+ * take no lock a thread inside TidesDB may hold (the kill it may queue
+ * runs later in another thread). */
+void trx_lock_wait_hook(void *, const tdb_lock_block_t *b) {
+  THD *waiter = (THD *)b->waiter_user, *blocker = (THD *)b->blocker_user;
+  if (!waiter || !blocker || waiter == blocker) return;
+  if (!thd_need_wait_reports(waiter)) return;
+  thd_rpl_deadlock_check(waiter, blocker);
 }
 
 /* ---- XA (invariant 4) ---- */

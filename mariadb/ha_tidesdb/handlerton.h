@@ -27,6 +27,12 @@ int trx_hton_savepoint_rollback(handlerton *hton, THD *thd, void *sv);
 int trx_hton_savepoint_release(handlerton *hton, THD *thd, void *sv);
 int trx_hton_start_consistent_snapshot(handlerton *hton, THD *thd);
 void trx_hton_kill_query(handlerton *hton, THD *thd, enum thd_kill_levels level);
+/* The library's lock-wait hook (tdb_set_lock_wait_hook, installed at
+ * plugin init): a transaction about to wait for a row lock reports each
+ * transaction ahead of it to the server (thd_rpl_deadlock_check), which
+ * kills a parallel-replication worker that must commit after the waiter
+ * (invariant 5 of handlerton.cc). */
+void trx_lock_wait_hook(void *ctx, const tdb_lock_block_t *b);
 
 /* XA / two-phase commit (handlerton.cc, invariant 4). */
 int trx_hton_prepare(handlerton *hton, THD *thd, bool all);

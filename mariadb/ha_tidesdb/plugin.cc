@@ -131,6 +131,7 @@ static int tidesdb_init(void *p) {
   hton->table_options = g_table_options;
   hton->check_version = alter_check_version;
   if (open_database()) return 1;
+  tdb_set_lock_wait_hook(g_db, trx_lock_wait_hook, NULL); /* handlerton.cc, invariant 5 */
   ignore_db_dirs_append(DB_DIR + 2);
   int err = dict_init(g_db);
   if (err) {

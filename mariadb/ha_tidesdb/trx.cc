@@ -158,11 +158,16 @@ int Trx::begin() {
     tdb_txn_t *t = NULL;
     rc = tdb_txn_begin(g_db, &o, &t);
     if (rc == TDB_OK) {
+      tdb_txn_set_user(t, m_thd); /* for the lock-wait hook (handlerton.cc, invariant 5) */
       std::lock_guard<std::mutex> g(g_trx_mu);
       m_txn = t;
     }
   }
   if (rc != TDB_OK) return map_err(rc);
+  /* The reset dropped a cancel meant for the last transaction; a KILL
+   * already flagged (the server sets the flag before kill_query) must
+   * still stop this one's first lock wait. */
+  if (thd_killed(m_thd)) tdb_txn_cancel_wait(m_txn);
   m_opts = o;
   m_active = true;
   m_pub_iso = o.isolation;

@@ -17,7 +17,10 @@
 #   gives the source's checksums) -> repl (a primary and a GTID replica
 #   under sysbench: tables agree; 3 kill -9 cycles of the primary: engine
 #   and binlog agree, the replica resumes and matches; 2 of the replica;
-#   a replica built from a hot backup) -> spider (TPC-C and sysbench through
+#   a replica built from a hot backup) -> repl_parallel (the replica in
+#   optimistic, then aggressive parallel mode under conflicting sysbench
+#   updates: it retries conflicts, keeps up, tables agree) -> spider (TPC-C
+#   and sysbench through
 #   a Spider front over 2 TidesDB shards, measured by tools/sql's tpcc and
 #   sqlbench in their external-server mode, go-tpc check through the front; a
 #   cross-shard transaction with a shard killed before COMMIT, after its
@@ -87,6 +90,7 @@ step crash_tpcc 400 1 bash "$here/crash_tpcc.sh"
 step diskfull 120 1 bash "$here/diskfull_test.sh"
 step backup 400 1 bash "$here/backup_test.sh"
 step repl 300 1 bash "$here/repl/repl_test.sh"
+step repl_parallel 240 1 env STEADY=5s bash "$here/repl/repl_parallel_test.sh"
 step spider 420 1 bash "$here/spider/quick.sh"
 step harness_smoke 600 1 bash "$here/harness_test.sh" --smoke
 step pgo 600 1 bash "$here/pgo_test.sh"

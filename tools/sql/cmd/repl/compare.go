@@ -184,9 +184,9 @@ func (t *tester) compareServers(a, b *server.Server) (Compare, error) {
 		}
 		c.Tables++
 		c.Rows += sa.Rows
-		if sa.Engine != "TidesDB" || sb.Engine != "TidesDB" {
-			c.Mismatches = append(c.Mismatches, fmt.Sprintf("%s: engine %s on port %d, %s on port %d (want TidesDB on both)",
-				n, sa.Engine, a.Port(), sb.Engine, b.Port()))
+		if sa.Engine != t.o.engine || sb.Engine != t.o.engine {
+			c.Mismatches = append(c.Mismatches, fmt.Sprintf("%s: engine %s on port %d, %s on port %d (want %s on both)",
+				n, sa.Engine, a.Port(), sb.Engine, b.Port(), t.o.engine))
 		}
 		if sa.Rows > 0 && sa.Checksum == "0" {
 			c.Mismatches = append(c.Mismatches, fmt.Sprintf("%s: CHECKSUM TABLE is 0 for %d rows", n, sa.Rows))
@@ -199,7 +199,7 @@ func (t *tester) compareServers(a, b *server.Server) (Compare, error) {
 	return c, nil
 }
 
-// checksumProbe shows CHECKSUM TABLE is a real checksum on TidesDB: a
+// checksumProbe shows CHECKSUM TABLE is a real checksum on the engine: a
 // table of one row checksums to non-zero, and changing one column
 // changes it.
 func (t *tester) checksumProbe() error {
@@ -214,7 +214,7 @@ func (t *tester) checksumProbe() error {
 		err := db.QueryRow("CHECKSUM TABLE "+ackDB+".checksum_probe EXTENDED").Scan(&n, &ck)
 		return ck.String, err
 	}
-	if _, err := db.Exec("CREATE TABLE " + ackDB + ".checksum_probe (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=TidesDB;" +
+	if _, err := db.Exec("CREATE TABLE " + ackDB + ".checksum_probe (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=" + t.o.engine + ";" +
 		"INSERT INTO " + ackDB + ".checksum_probe VALUES (1, 'one')"); err != nil {
 		return err
 	}
@@ -230,9 +230,9 @@ func (t *tester) checksumProbe() error {
 		return err
 	}
 	if c1 == "0" || c2 == "0" || c1 == "" || c1 == c2 {
-		return fmt.Errorf("CHECKSUM TABLE on a TidesDB table is not a usable checksum: %q for one row, %q after changing it", c1, c2)
+		return fmt.Errorf("CHECKSUM TABLE on a %s table is not a usable checksum: %q for one row, %q after changing it", t.o.engine, c1, c2)
 	}
-	t.note("CHECKSUM TABLE on TidesDB: one row %s, after changing a column %s (non-zero, changes with the data)", c1, c2)
+	t.note("CHECKSUM TABLE on %s: one row %s, after changing a column %s (non-zero, changes with the data)", t.o.engine, c1, c2)
 	return nil
 }
 

@@ -26,10 +26,10 @@ import (
 // ackSchema: every logged transaction inserts one row in ack_a and one in
 // ack_b (same id) and adds one to counters row id % 16, so on any server
 // ack_a and ack_b hold the same ids and SUM(counters.n) = COUNT(ack_a).
-func ackSchema(db string) string {
-	s := "CREATE TABLE " + db + ".ack_a (id BIGINT PRIMARY KEY, client INT NOT NULL, cycle INT NOT NULL, v INT NOT NULL, KEY (v)) ENGINE=TidesDB;" +
-		"CREATE TABLE " + db + ".ack_b (id BIGINT PRIMARY KEY, u BIGINT NOT NULL, pad VARCHAR(200) NOT NULL, UNIQUE KEY (u)) ENGINE=TidesDB;" +
-		"CREATE TABLE " + db + ".counters (k INT PRIMARY KEY, n BIGINT NOT NULL, last BIGINT NOT NULL) ENGINE=TidesDB;" +
+func ackSchema(db, engine string) string {
+	s := "CREATE TABLE " + db + ".ack_a (id BIGINT PRIMARY KEY, client INT NOT NULL, cycle INT NOT NULL, v INT NOT NULL, KEY (v)) ENGINE=" + engine + ";" +
+		"CREATE TABLE " + db + ".ack_b (id BIGINT PRIMARY KEY, u BIGINT NOT NULL, pad VARCHAR(200) NOT NULL, UNIQUE KEY (u)) ENGINE=" + engine + ";" +
+		"CREATE TABLE " + db + ".counters (k INT PRIMARY KEY, n BIGINT NOT NULL, last BIGINT NOT NULL) ENGINE=" + engine + ";" +
 		"INSERT INTO " + db + ".counters VALUES "
 	for k := 0; k < 16; k++ {
 		if k > 0 {
@@ -164,8 +164,8 @@ type Sysbench struct {
 }
 
 func sbArgs(s *server.Server, o options) []string {
-	return []string{"oltp_write_only", "--db-driver=mysql", "--mysql-socket=" + s.Socket, "--mysql-user=root",
-		"--mysql-db=" + sbDB, "--mysql-storage-engine=TidesDB", "--tables=" + strconv.Itoa(o.sbTables),
+	return []string{o.sbTest, "--db-driver=mysql", "--mysql-socket=" + s.Socket, "--mysql-user=root",
+		"--mysql-db=" + sbDB, "--mysql-storage-engine=" + o.engine, "--tables=" + strconv.Itoa(o.sbTables),
 		"--table-size=" + strconv.Itoa(o.sbRows)}
 }
 

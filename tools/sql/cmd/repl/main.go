@@ -61,25 +61,30 @@ import (
 )
 
 type options struct {
-	cycles    int
-	rcycles   int // kill -9 cycles of the replica
-	steady    time.Duration
-	killMin   time.Duration
-	killMax   time.Duration
-	clients   int // logged writers
-	sbThreads int
-	sbTables  int
-	sbRows    int
-	seed      int64
-	cache     int64
-	writeBuf  int64
-	catchup   time.Duration
-	dir       string
-	port      int // primary; the replica listens on port+1
-	out       string
-	snapshot  bool // build a replica from a hot backup too
-	parallel  int  // the replicas' slave_parallel_threads (0: one SQL thread)
-	parMode   string
+	cycles     int
+	rcycles    int // kill -9 cycles of the replica
+	steady     time.Duration
+	killMin    time.Duration
+	killMax    time.Duration
+	clients    int // logged writers
+	sbThreads  int
+	sbTables   int
+	sbRows     int
+	seed       int64
+	cache      int64
+	writeBuf   int64
+	catchup    time.Duration
+	dir        string
+	port       int // primary; the replica listens on port+1
+	out        string
+	snapshot   bool // build a replica from a hot backup too
+	parallel   int  // the replicas' slave_parallel_threads (0: one SQL thread)
+	parMode    string
+	sbTest     string   // sysbench script of the load
+	minRetries int64    // the steady phase fails if the replica retried fewer transactions
+	engine     string   // TidesDB, or InnoDB for a comparison (steady and apply-rate phases only)
+	backlog    int      // apply-rate phase: transactions of each backlog (0: skip)
+	applyModes []string // apply-rate phase: how the replica applies each backlog
 }
 
 func parseFlags(args []string) (options, error) {
@@ -103,7 +108,12 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.out, "out", "", "results: cycles.csv, summary.md, logs/ (default build/repl/out)")
 	fs.BoolVar(&o.snapshot, "snapshot", true, "also build a replica (port+2) from a hot backup of the primary taken under load, at the backup's GTID")
 	fs.IntVar(&o.parallel, "replica-parallel", 4, "slave_parallel_threads of the replicas (0: the SQL thread applies alone)")
-	fs.StringVar(&o.parMode, "replica-parallel-mode", "conservative", "slave_parallel_mode with --replica-parallel: conservative or minimal")
+	fs.StringVar(&o.parMode, "replica-parallel-mode", "conservative", "slave_parallel_mode with --replica-parallel: conservative, minimal, optimistic or aggressive")
+	fs.StringVar(&o.sbTest, "sb-test", "oltp_write_only", "sysbench script of the load: oltp_write_only, oltp_update_index, oltp_update_non_index or oltp_read_write")
+	fs.Int64Var(&o.minRetries, "min-retries", 0, "fail the steady phase unless the replica retried at least this many transactions (Slave_retried_transactions): proof that apply conflicts happened and were resolved")
+	fs.StringVar(&o.engine, "engine", "TidesDB", "engine of the test tables: TidesDB, or InnoDB to compare (needs --cycles 0 --replica-cycles 0 --snapshot=false)")
+	fs.IntVar(&o.backlog, "apply-backlog", 0, "apply-rate phase: for each --apply-modes, stop the replica's SQL thread, log this many sysbench transactions on the primary, then time the replica applying them (0: no such phase)")
+	modes := fs.String("apply-modes", "single,conservative,optimistic,aggressive", "apply-rate phase: single (one SQL thread) or a slave_parallel_mode with --replica-parallel workers, comma-separated")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -130,22 +140,47 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("--port %d: want 1..65533 (the replicas take the next two)", o.port)
 	case o.parallel < 0 || o.parallel > 64:
 		return o, fmt.Errorf("--replica-parallel %d: want 0..64", o.parallel)
-	case o.parMode == "optimistic" || o.parMode == "aggressive":
-		// A worker waiting on a TidesDB row lock held by a later
-		// transaction is not reported to the server
-		// (thd_rpl_deadlock_check), so the later one is never rolled back
-		// and the replica stalls until the lock wait times out.
-		return o, fmt.Errorf("--replica-parallel-mode %s: not supported over TidesDB: its row-lock waits are not reported to the server, so a worker waiting on a later transaction's lock stalls the replica (docs/design/replication.md); use conservative or minimal", o.parMode)
-	case o.parMode != "conservative" && o.parMode != "minimal":
-		return o, fmt.Errorf("--replica-parallel-mode %q: want conservative or minimal", o.parMode)
+	case !validMode(o.parMode):
+		return o, fmt.Errorf("--replica-parallel-mode %q: want conservative, minimal, optimistic or aggressive", o.parMode)
+	case o.sbTest != "oltp_write_only" && o.sbTest != "oltp_update_index" && o.sbTest != "oltp_update_non_index" && o.sbTest != "oltp_read_write":
+		return o, fmt.Errorf("--sb-test %q: want oltp_write_only, oltp_update_index, oltp_update_non_index or oltp_read_write", o.sbTest)
+	case o.engine != "TidesDB" && o.engine != "InnoDB":
+		return o, fmt.Errorf("--engine %q: want TidesDB or InnoDB", o.engine)
+	case o.engine != "TidesDB" && (o.cycles > 0 || o.rcycles > 0 || o.snapshot):
+		return o, fmt.Errorf("--engine %s: only the steady and apply-rate phases compare engines: add --cycles 0 --replica-cycles 0 --snapshot=false", o.engine)
+	case o.minRetries < 0 || o.backlog < 0:
+		return o, fmt.Errorf("--min-retries %d, --apply-backlog %d: want 0 or more", o.minRetries, o.backlog)
 	case o.catchup < time.Second:
 		return o, fmt.Errorf("--catchup-timeout %s: want at least 1s", o.catchup)
+	}
+	for _, m := range strings.Split(*modes, ",") {
+		if m = strings.TrimSpace(m); m == "" {
+			continue
+		}
+		if m != "single" && !validMode(m) {
+			return o, fmt.Errorf("--apply-modes: %q: want single, conservative, minimal, optimistic or aggressive", m)
+		}
+		if m != "single" && o.parallel == 0 {
+			return o, fmt.Errorf("--apply-modes %s needs --replica-parallel > 0", m)
+		}
+		o.applyModes = append(o.applyModes, m)
+	}
+	if o.backlog > 0 && len(o.applyModes) == 0 {
+		return o, fmt.Errorf("--apply-backlog %d with no --apply-modes", o.backlog)
 	}
 	if o.seed == 0 {
 		o.seed = time.Now().UnixNano() % 1000000007
 	}
 	_, err = o.preset()
 	return o, err
+}
+
+// validMode: a slave_parallel_mode the test runs. optimistic and
+// aggressive run transactions in parallel that may conflict on the
+// replica: TidesDB reports its row-lock waits to the server
+// (thd_rpl_deadlock_check), which rolls back and retries the later one.
+func validMode(m string) bool {
+	return m == "conservative" || m == "minimal" || m == "optimistic" || m == "aggressive"
 }
 
 // preset is the durable preset with this test's small caches (two servers
@@ -164,9 +199,9 @@ func (o options) lines() []string {
 			o.port, o.port+1),
 		fmt.Sprintf("preset %s: TidesDB sync %s, cache %s, write buffer %s per server",
 			p.Name(), p.TidesDBSyncMode(), server.FormatBytes(p.TidesDBCache), server.FormatBytes(p.WriteBuffer)),
-		fmt.Sprintf("replicas apply with slave_parallel_threads=%d (%s)", o.parallel, o.parMode),
-		fmt.Sprintf("load: sysbench oltp_write_only %d threads on %d x %d rows + %d logged writers; steady %s; %d crash cycle(s) of the primary, %d of the replica, kill -9 at %s..%s; seed %d",
-			o.sbThreads, o.sbTables, o.sbRows, o.clients, o.steady, o.cycles, o.rcycles, o.killMin, o.killMax, o.seed),
+		fmt.Sprintf("replicas apply with slave_parallel_threads=%d (%s); test tables ENGINE=%s", o.parallel, o.parMode, o.engine),
+		fmt.Sprintf("load: sysbench %s %d threads on %d x %d rows + %d logged writers; steady %s; %d crash cycle(s) of the primary, %d of the replica, kill -9 at %s..%s; seed %d",
+			o.sbTest, o.sbThreads, o.sbTables, o.sbRows, o.clients, o.steady, o.cycles, o.rcycles, o.killMin, o.killMax, o.seed),
 	}
 }
 
@@ -244,6 +279,11 @@ func (t *tester) all() error {
 	}
 	if err := t.steadyPhase(); err != nil {
 		return err
+	}
+	if t.o.backlog > 0 {
+		if err := t.applyRatePhase(); err != nil {
+			return err
+		}
 	}
 	if t.o.cycles > 0 {
 		fmt.Println(cycleHeader())

@@ -97,12 +97,26 @@ func TestParseFlags(t *testing.T) {
 		t.Fatalf("defaults: %+v, %v", o, err)
 	}
 	for _, args := range [][]string{
+		{"--replica-parallel-mode", "optimistic"},
+		{"--replica-parallel-mode", "aggressive", "--sb-test", "oltp_update_index"},
+		{"--engine", "InnoDB", "--cycles", "0", "--replica-cycles", "0", "--snapshot=false", "--apply-backlog", "500"},
+	} {
+		if _, err := parseFlags(args); err != nil {
+			t.Errorf("parseFlags(%q): %v", args, err)
+		}
+	}
+	for _, args := range [][]string{
 		{"--cycles", "-1"},
 		{"--kill-min", "5s", "--kill-max", "2s"},
 		{"--clients", "0"},
 		{"--port", "65535"},
 		{"--cache", "1M"},
-		{"--replica-parallel-mode", "optimistic"},
+		{"--replica-parallel-mode", "parallel"},
+		{"--sb-test", "oltp_insert"},
+		{"--engine", "MyISAM"},
+		{"--engine", "InnoDB"}, // crash cycles and the snapshot are TidesDB's
+		{"--apply-backlog", "100", "--apply-modes", "optimistic", "--replica-parallel", "0"},
+		{"--apply-modes", "fast"},
 		{"--replica-parallel", "-1"},
 		{"extra"},
 	} {
@@ -113,7 +127,7 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestAckSchemaCounters(t *testing.T) {
-	s := ackSchema("repl")
+	s := ackSchema("repl", "TidesDB")
 	if strings.Count(s, "ENGINE=TidesDB") != 3 || !strings.Contains(s, "(15,0,0)") {
 		t.Fatalf("schema: %s", s)
 	}

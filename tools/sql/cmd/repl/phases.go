@@ -24,6 +24,7 @@ type Steady struct {
 	MaxLagTxns      int64   // largest primary - replica GTID gap sampled
 	MaxBehind       int64   // largest Seconds_Behind_Master sampled
 	Catchup         float64 // s from the end of the load to caught up
+	Retries         int64   // transactions the replica rolled back and retried (apply conflicts)
 	Tables          int
 	Rows            int64
 	Acked           int
@@ -63,6 +64,10 @@ func (t *tester) steadyPhase() error {
 		return err
 	}
 	r0, err := t.seqOf(t.replica, "gtid_slave_pos")
+	if err != nil {
+		return err
+	}
+	retry0, err := t.retried()
 	if err != nil {
 		return err
 	}
@@ -113,6 +118,11 @@ func (t *tester) steadyPhase() error {
 		return err
 	}
 	st.Catchup = d.Seconds()
+	retry1, err := t.retried()
+	if err != nil {
+		return err
+	}
+	st.Retries = retry1 - retry0
 	st.Acked = t.acks.Count(Acked)
 	if st.Acked == 0 {
 		return fmt.Errorf("the logged writers committed nothing in the steady phase (%d errors, first: %s)", nerr, first)
@@ -139,7 +149,12 @@ func (t *tester) steadyPhase() error {
 		st.Seconds, st.SbTPS, st.Acked, st.PrimaryTxns, float64(st.PrimaryTxns)/st.Seconds, st.ReplicaTxns,
 		float64(st.ReplicaTxns)/st.Seconds, st.MaxLagTxns, st.MaxBehind, st.Catchup)
 	if e, err := t.query1(t.replica, "SELECT GROUP_CONCAT(CONCAT(TABLE_NAME, ' (', ENGINE, ')') ORDER BY TABLE_NAME) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'mysql' AND TABLE_NAME LIKE 'gtid_slave_pos%'"); err == nil {
-		t.note("replica's GTID position tables (gtid_pos_auto_engines=TidesDB): %s", e)
+		t.note("replica's GTID position tables (gtid_pos_auto_engines=%s): %s", t.o.engine, e)
+	}
+	t.note("steady: the replica (slave_parallel_threads=%d, %s) retried %d transactions (Slave_retried_transactions: apply conflicts it rolled back and ran again)",
+		t.o.parallel, t.o.parMode, st.Retries)
+	if st.Retries < t.o.minRetries {
+		t.fail("steady: the replica retried %d transactions, fewer than --min-retries %d: no apply conflict was exercised", st.Retries, t.o.minRetries)
 	}
 	t.note("steady: %d tables, %d rows compared (count, CHECKSUM TABLE, ordered SHA-256): %d mismatches", st.Tables, st.Rows, len(st.Mismatches))
 	for _, m := range append(st.Mismatches, st.InvariantIssues...) {

@@ -26,6 +26,7 @@ type tester struct {
 	replica  *server.Server
 	acks     *AckLog
 	steady   *Steady
+	applies  []ApplyRate // the apply-rate phase (apply.go)
 	cycles   []Cycle
 	rcycles  []ReplicaCycle
 	notes    []string
@@ -44,7 +45,7 @@ const (
 // commit group, GTID strict mode; a replica also logs what it applies
 // (it can be promoted) and keeps its GTID position in a TidesDB table
 // (gtid_pos_auto_engines), so its position commits with its data.
-func replLines(id, parallel int, mode string) []string {
+func replLines(id, parallel int, mode, engine string) []string {
 	l := []string{
 		"server_id = " + strconv.Itoa(id),
 		"log_bin = binlog",
@@ -55,7 +56,7 @@ func replLines(id, parallel int, mode string) []string {
 		"max_binlog_size = 16M",
 	}
 	if id != 1 {
-		l = append(l, "relay_log = relay", "read_only = ON", "gtid_pos_auto_engines = TidesDB", "skip_slave_start = ON",
+		l = append(l, "relay_log = relay", "read_only = ON", "gtid_pos_auto_engines = "+engine, "skip_slave_start = ON",
 			"slave_parallel_threads = "+strconv.Itoa(parallel), "slave_parallel_mode = "+mode)
 	}
 	return l
@@ -63,7 +64,7 @@ func replLines(id, parallel int, mode string) []string {
 
 func (t *tester) startServer(name string, id, port int, fresh bool) (*server.Server, error) {
 	p, _ := t.o.preset()
-	p.Extra = replLines(id, t.o.parallel, t.o.parMode)
+	p.Extra = replLines(id, t.o.parallel, t.o.parMode, t.o.engine)
 	return server.Start(t.ctx, t.env, server.Options{Dir: filepath.Join(t.o.dir, name), Port: port, Preset: p,
 		Engines: []string{"TidesDB"}, Fresh: fresh})
 }
@@ -124,7 +125,7 @@ func (t *tester) setup() error {
 		"CREATE USER '"+replUser+"'@'127.0.0.1' IDENTIFIED BY '"+replPass+"'",
 		"GRANT REPLICATION SLAVE ON *.* TO '"+replUser+"'@'127.0.0.1'",
 		"CREATE DATABASE "+ackDB, "CREATE DATABASE "+sbDB,
-		ackSchema(ackDB)); err != nil {
+		ackSchema(ackDB, t.o.engine)); err != nil {
 		return err
 	}
 	if err := t.checksumProbe(); err != nil {
