@@ -49,6 +49,13 @@ static int64_t stmt_lock_wait_ms(THD *thd) {
   return (int64_t)s * 1000;
 }
 
+/* Any KILL, soft or hard. thd_killed() is only true for hard ones
+ * (KILL [HARD], the statement's default); the server's own kills are
+ * soft: parallel replication's kill of a worker that holds a lock an
+ * earlier transaction needs is KILL_CONNECTION, which must stop a row-lock
+ * wait or a write stall as surely (as InnoDB's trx_is_interrupted does). */
+static bool kill_pending(THD *thd) { return thd_kill_level(thd) != THD_IS_NOT_KILLED; }
+
 static void sp_name(uint64_t id, char *buf, size_t n) { snprintf(buf, n, "s%llu", (unsigned long long)id); }
 
 /* Every Trx, for information_schema.TIDESDB_TRX (under g_trx_mu). */
@@ -167,7 +174,7 @@ int Trx::begin() {
   /* The reset dropped a cancel meant for the last transaction; a KILL
    * already flagged (the server sets the flag before kill_query) must
    * still stop this one's first lock wait. */
-  if (thd_killed(m_thd)) tdb_txn_cancel_wait(m_txn);
+  if (kill_pending(m_thd)) tdb_txn_cancel_wait(m_txn);
   m_opts = o;
   m_active = true;
   m_pub_iso = o.isolation;
@@ -274,7 +281,7 @@ static int wait_out_stall(THD *thd, ulonglong start, bool bounded, bool *killed,
   int rc = TDB_ERR_BUSY;
   *killed = false;
   while (rc == TDB_ERR_BUSY) {
-    if (bounded && ((*killed = thd_killed(thd)) || (my_interval_timer() - start) / 1000000 >= limit_ms)) break;
+    if (bounded && ((*killed = kill_pending(thd)) || (my_interval_timer() - start) / 1000000 >= limit_ms)) break;
     rc = op();
   }
   thd_proc_info(thd, old);
@@ -498,7 +505,7 @@ static int lock_call(Trx *trx, bool may_wait, F op) {
   int rc;
   for (int tries = 0;; tries++) {
     rc = op();
-    if (rc != TDB_ERR_ABORTED || thd_killed(thd) || tries >= 3) break;
+    if (rc != TDB_ERR_ABORTED || kill_pending(thd) || tries >= 3) break;
   }
   if (may_wait) thd_proc_info(thd, old);
   return rc;
