@@ -85,6 +85,7 @@ type options struct {
 	engine     string   // TidesDB, or InnoDB for a comparison (steady and apply-rate phases only)
 	backlog    int      // apply-rate phase: transactions of each backlog (0: skip)
 	applyModes []string // apply-rate phase: how the replica applies each backlog
+	replIso    string   // the replicas' transaction_isolation ("": the server's default, REPEATABLE-READ)
 }
 
 func parseFlags(args []string) (options, error) {
@@ -113,6 +114,7 @@ func parseFlags(args []string) (options, error) {
 	fs.Int64Var(&o.minRetries, "min-retries", 0, "fail the steady phase unless the replica retried at least this many transactions (Slave_retried_transactions): proof that apply conflicts happened and were resolved")
 	fs.StringVar(&o.engine, "engine", "TidesDB", "engine of the test tables: TidesDB, or InnoDB to compare (needs --cycles 0 --replica-cycles 0 --snapshot=false)")
 	fs.IntVar(&o.backlog, "apply-backlog", 0, "apply-rate phase: for each --apply-modes, stop the replica's SQL thread, log this many sysbench transactions on the primary, then time the replica applying them (0: no such phase)")
+	fs.StringVar(&o.replIso, "replica-isolation", "", "transaction_isolation of the replicas (READ-COMMITTED, REPEATABLE-READ, ...; empty: the server's default)")
 	modes := fs.String("apply-modes", "single,conservative,optimistic,aggressive", "apply-rate phase: single (one SQL thread) or a slave_parallel_mode with --replica-parallel workers, comma-separated")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -148,6 +150,8 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("--engine %q: want TidesDB or InnoDB", o.engine)
 	case o.engine != "TidesDB" && (o.cycles > 0 || o.rcycles > 0 || o.snapshot):
 		return o, fmt.Errorf("--engine %s: only the steady and apply-rate phases compare engines: add --cycles 0 --replica-cycles 0 --snapshot=false", o.engine)
+	case o.replIso != "" && o.replIso != "READ-UNCOMMITTED" && o.replIso != "READ-COMMITTED" && o.replIso != "REPEATABLE-READ" && o.replIso != "SERIALIZABLE":
+		return o, fmt.Errorf("--replica-isolation %q: want READ-UNCOMMITTED, READ-COMMITTED, REPEATABLE-READ or SERIALIZABLE", o.replIso)
 	case o.minRetries < 0 || o.backlog < 0:
 		return o, fmt.Errorf("--min-retries %d, --apply-backlog %d: want 0 or more", o.minRetries, o.backlog)
 	case o.catchup < time.Second:
@@ -175,6 +179,13 @@ func parseFlags(args []string) (options, error) {
 	return o, err
 }
 
+func orDefault(iso string) string {
+	if iso == "" {
+		return "REPEATABLE-READ (default)"
+	}
+	return iso
+}
+
 // validMode: a slave_parallel_mode the test runs. optimistic and
 // aggressive run transactions in parallel that may conflict on the
 // replica: TidesDB reports its row-lock waits to the server
@@ -199,7 +210,7 @@ func (o options) lines() []string {
 			o.port, o.port+1),
 		fmt.Sprintf("preset %s: TidesDB sync %s, cache %s, write buffer %s per server",
 			p.Name(), p.TidesDBSyncMode(), server.FormatBytes(p.TidesDBCache), server.FormatBytes(p.WriteBuffer)),
-		fmt.Sprintf("replicas apply with slave_parallel_threads=%d (%s); test tables ENGINE=%s", o.parallel, o.parMode, o.engine),
+		fmt.Sprintf("replicas apply with slave_parallel_threads=%d (%s), transaction_isolation %s; test tables ENGINE=%s", o.parallel, o.parMode, orDefault(o.replIso), o.engine),
 		fmt.Sprintf("load: sysbench %s %d threads on %d x %d rows + %d logged writers; steady %s; %d crash cycle(s) of the primary, %d of the replica, kill -9 at %s..%s; seed %d",
 			o.sbTest, o.sbThreads, o.sbTables, o.sbRows, o.clients, o.steady, o.cycles, o.rcycles, o.killMin, o.killMax, o.seed),
 	}

@@ -45,7 +45,7 @@ const (
 // commit group, GTID strict mode; a replica also logs what it applies
 // (it can be promoted) and keeps its GTID position in a TidesDB table
 // (gtid_pos_auto_engines), so its position commits with its data.
-func replLines(id, parallel int, mode, engine string) []string {
+func replLines(id, parallel int, mode, engine, iso string) []string {
 	l := []string{
 		"server_id = " + strconv.Itoa(id),
 		"log_bin = binlog",
@@ -58,13 +58,16 @@ func replLines(id, parallel int, mode, engine string) []string {
 	if id != 1 {
 		l = append(l, "relay_log = relay", "read_only = ON", "gtid_pos_auto_engines = "+engine, "skip_slave_start = ON",
 			"slave_parallel_threads = "+strconv.Itoa(parallel), "slave_parallel_mode = "+mode)
+		if iso != "" {
+			l = append(l, "transaction_isolation = "+iso)
+		}
 	}
 	return l
 }
 
 func (t *tester) startServer(name string, id, port int, fresh bool) (*server.Server, error) {
 	p, _ := t.o.preset()
-	p.Extra = replLines(id, t.o.parallel, t.o.parMode, t.o.engine)
+	p.Extra = replLines(id, t.o.parallel, t.o.parMode, t.o.engine, t.o.replIso)
 	return server.Start(t.ctx, t.env, server.Options{Dir: filepath.Join(t.o.dir, name), Port: port, Preset: p,
 		Engines: []string{"TidesDB"}, Fresh: fresh})
 }
