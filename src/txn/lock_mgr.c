@@ -488,6 +488,7 @@ static void lk_report_blockers(lock_owner_t *o, lk_head_t *h, lk_wait_t *w, tdb_
         b.blocker_user = atomic_load_explicit(&g->owner->user, memory_order_relaxed);
         fn(ctx, &b);
     }
+    if (w->pass) return; /* a range's waiters all pass together: only its owner blocks */
     b.blocker_holds = 0;
     for (lk_wait_t *a = w->prev; a; a = a->prev) {
         if (a->upgrade) continue; /* a holder upgrading: reported above */
