@@ -8,6 +8,7 @@
 #define TDB_SST_READER_IMPL_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "sst/block.h"
@@ -74,8 +75,33 @@ struct sst_reader {
 void sst_ref_release(const sst_reader_t *r, block_ref_t *ref);
 /* Re-raise the current thread's error detail prefixed with file and offset. */
 int sst_wrap_err(const sst_reader_t *r, int rc, const char *what, uint64_t off);
-/* Load data block i of the index. */
-int sst_load_data_block(sst_reader_t *r, size_t i, int use_cache, block_ref_t *ref);
+/* Data block i read from the file (the miss path of sst_load_data_block),
+ * inserted into the block cache when use_cache. */
+int sst_read_data_block(sst_reader_t *r, size_t i, int use_cache, block_ref_t *ref);
+
+/* The block a cache handle pins: every block is cached with its entry
+ * embedded in it (lru_cache_insert_embedded on blk->handle), so this is
+ * the value lru_handle_value would return, without the call. */
+static inline sst_block_t *sst_block_of_handle(lru_handle_t *h) {
+    return (sst_block_t *)(void *)((char *)h - offsetof(sst_block_t, handle));
+}
+
+/* Pin the cached record at file offset off into *ref; 0 if not cached. */
+static inline int sst_cache_lookup(sst_reader_t *r, uint64_t off, block_ref_t *ref) {
+    lru_handle_t *h = r->cache ? lru_cache_lookup(r->cache, r->file_number, off) : NULL;
+    if (!h) return 0;
+    ref->h = h;
+    ref->blk = sst_block_of_handle(h);
+    return 1;
+}
+
+/* Load data block i of the index: through the cache when use_cache. The
+ * hit path is inline, so a scan's block-to-block step (sst_iter.c, its
+ * main caller) costs no call into sst_reader.c and folds use_cache. */
+static inline int sst_load_data_block(sst_reader_t *r, size_t i, int use_cache, block_ref_t *ref) {
+    if (use_cache && sst_cache_lookup(r, r->idx[i].offset, ref)) return TDB_OK;
+    return sst_read_data_block(r, i, use_cache, ref);
+}
 /* Resolve a separated value reference into *out (buf_clear then append). */
 int sst_resolve_value(sst_reader_t *r, slice_t refv, int use_cache, uint64_t block_off, buf_t *out);
 /* Check a metadata handle lies in [0, limit) and read it (raw only). */

@@ -224,19 +224,12 @@ err:
     return rc;
 }
 
-/* Get a decoded record through the block cache (or straight from disk). */
-static int load_record(sst_reader_t *r, long blk, uint64_t off, uint64_t size, uint64_t max_raw, int use_cache,
-                       const char *what, block_ref_t *ref) {
+/* Read a decoded record from the file and, with use_cache, insert it into
+ * the block cache (the caller looked it up there first). */
+static int read_and_cache(sst_reader_t *r, long blk, uint64_t off, uint64_t size, uint64_t max_raw, int use_cache,
+                          const char *what, block_ref_t *ref) {
     ref->h = NULL;
     ref->blk = NULL;
-    if (use_cache && r->cache) {
-        lru_handle_t *h = lru_cache_lookup(r->cache, r->file_number, off);
-        if (h) {
-            ref->h = h;
-            ref->blk = (sst_block_t *)lru_handle_value(h);
-            return TDB_OK;
-        }
-    }
     TDB_RET(read_record(r, blk, off, size, max_raw, what, &ref->blk));
     if (use_cache && r->cache) {
         /* Charge the allocation too, not only the decoded bytes. */
@@ -246,9 +239,18 @@ static int load_record(sst_reader_t *r, long blk, uint64_t off, uint64_t size, u
     return TDB_OK;
 }
 
-/* Load data block i of the index. */
-int sst_load_data_block(sst_reader_t *r, size_t i, int use_cache, block_ref_t *ref) {
-    return load_record(r, (long)i, r->idx[i].offset, r->idx[i].size, r->ext.max_block_raw, use_cache, "data block", ref);
+/* Get a decoded record through the block cache (or straight from disk). */
+static int load_record(sst_reader_t *r, long blk, uint64_t off, uint64_t size, uint64_t max_raw, int use_cache,
+                       const char *what, block_ref_t *ref) {
+    if (use_cache && sst_cache_lookup(r, off, ref)) return TDB_OK;
+    return read_and_cache(r, blk, off, size, max_raw, use_cache, what, ref);
+}
+
+/* The miss path of sst_load_data_block (reader_impl.h): data block i read
+ * from the file, cached when use_cache. */
+int sst_read_data_block(sst_reader_t *r, size_t i, int use_cache, block_ref_t *ref) {
+    return read_and_cache(r, (long)i, r->idx[i].offset, r->idx[i].size, r->ext.max_block_raw, use_cache, "data block",
+                          ref);
 }
 
 /* Resolve a separated value reference into *out (buf_clear then append). */
