@@ -12,6 +12,7 @@
 
 extern "C" {
 #include "util/error.h"
+#include "util/ikey.h"
 #include "util/iter.h"
 }
 
@@ -21,6 +22,8 @@ using Entries = std::vector<std::pair<std::string, std::string>>;
 
 // Bytewise comparator for plain (non-internal) keys.
 int Bytewise(slice_t a, slice_t b) { return slice_compare(a, b); }
+// ikey_compare (static inline) as a function the children can be given.
+int ikey_compare_fn_for_tests(slice_t a, slice_t b) { return ikey_compare(a, b); }
 
 // A child iterator over a sorted vector. It can be told to fail (become
 // invalid with an error) when it lands on a given index, and counts its
@@ -32,6 +35,7 @@ struct VecState {
     long fail_at = -1;
     int fail_code = TDB_ERR_IO;
     int *destroyed = nullptr;
+    key_cmp_fn cmp = nullptr;  // key order; nullptr: bytewise (std::string <)
 };
 
 struct VecIter {
@@ -58,9 +62,13 @@ void VecLast(iter_t *it) { VecSet(it, (long)St(it)->data.size() - 1); }
 void VecSeek(iter_t *it, slice_t t) {
     const Entries &d = St(it)->data;
     std::string target(t.data, t.size);
+    key_cmp_fn cmp = St(it)->cmp;
     auto lb = std::lower_bound(d.begin(), d.end(), target,
-                               [](const std::pair<std::string, std::string> &e,
-                                  const std::string &k) { return e.first < k; });
+                               [cmp](const std::pair<std::string, std::string> &e, const std::string &k) {
+                                   if (!cmp) return e.first < k;
+                                   return cmp(slice_make(e.first.data(), e.first.size()),
+                                              slice_make(k.data(), k.size())) < 0;
+                               });
     VecSet(it, (long)(lb - d.begin()));
 }
 void VecNext(iter_t *it) {
@@ -92,13 +100,21 @@ void VecDestroy(iter_t *it) {
 const iter_ops_t kVecOps = {VecValid, VecFirst, VecLast,  VecSeek,   VecNext,
                             VecPrev,  VecKey,   VecValue, VecStatus, VecDestroy, nullptr, nullptr, nullptr};
 
-iter_t *NewVec(Entries data, int *destroyed = nullptr) {
-    std::sort(data.begin(), data.end());
+iter_t *NewVec(Entries data, int *destroyed = nullptr, key_cmp_fn cmp = nullptr) {
+    if (cmp) {
+        std::sort(data.begin(), data.end(), [cmp](const std::pair<std::string, std::string> &a,
+                                                  const std::pair<std::string, std::string> &b) {
+            return cmp(slice_make(a.first.data(), a.first.size()), slice_make(b.first.data(), b.first.size())) < 0;
+        });
+    } else {
+        std::sort(data.begin(), data.end());
+    }
     VecIter *v = new VecIter;
     v->base.ops = &kVecOps;
     v->s = new VecState;
     v->s->data = std::move(data);
     v->s->destroyed = destroyed;
+    v->s->cmp = cmp;
     return &v->base;
 }
 
@@ -514,4 +530,78 @@ TEST(IterMerge, SeekPreparesChildrenBreadthFirst) {
     EXPECT_FALSE(iter_valid(m));
     EXPECT_EQ(TDB_OK, iter_status(m));
     iter_destroy(m);
+}
+
+// iter_merge_ikeys (the comparison inlined) orders internal keys as
+// ikey_compare does: user key ascending, then newest sequence first, ties
+// across children in child order; both directions and seeks. User keys
+// share their first 8 bytes or not, so both compare paths are taken.
+TEST(IterMerge, IkeysOrdersByInternalKey) {
+    std::mt19937 rng(5);
+    for (int n : {2, 3, 4, 5, 9}) {
+        struct R {
+            std::string key;
+            int child;
+            std::string value;
+        };
+        std::vector<R> ref;
+        std::vector<iter_t *> kids;
+        auto ikey = [](const std::string &user, uint64_t seq, unsigned type) {
+            buf_t b = {};
+            EXPECT_EQ(TDB_OK, ikey_append(&b, slice_make(user.data(), user.size()), seq, type));
+            std::string k(b.data, b.size);
+            buf_free(&b);
+            return k;
+        };
+        for (int c = 0; c < n; c++) {
+            Entries e;
+            std::vector<std::string> seen;
+            for (int j = 0; j < 60; j++) {
+                int u = (int)(rng() % 40);
+                // "prefix00" + u: same first 8 bytes; or u first: differ there
+                std::string user = (u % 2) ? "prefix00" + std::to_string(u) : std::to_string(u) + "-suffix-x";
+                std::string k = ikey(user, 1 + rng() % 6, (unsigned)(rng() % 2));
+                if (std::find(seen.begin(), seen.end(), k) != seen.end()) continue;
+                seen.push_back(k);
+                std::string v = "c" + std::to_string(c) + "#" + std::to_string(j);
+                e.emplace_back(k, v);
+                ref.push_back({k, c, v});
+            }
+            kids.push_back(NewVec(std::move(e), nullptr, ikey_compare_fn_for_tests));
+        }
+        std::sort(ref.begin(), ref.end(), [](const R &a, const R &b) {
+            int r = ikey_compare(slice_make(a.key.data(), a.key.size()), slice_make(b.key.data(), b.key.size()));
+            return r != 0 ? r < 0 : a.child < b.child;
+        });
+        iter_t *m = iter_merge_ikeys(kids.data(), n);
+        ASSERT_NE(m, nullptr);
+        size_t i = 0;
+        for (iter_seek_to_first(m); iter_valid(m); iter_next(m), i++) {
+            ASSERT_LT(i, ref.size());
+            ASSERT_EQ(ref[i].key, Str(iter_key(m))) << "fwd " << i;
+            ASSERT_EQ(ref[i].value, Str(iter_value(m))) << "fwd " << i;
+        }
+        EXPECT_EQ(ref.size(), i);
+        long j = (long)ref.size() - 1;
+        for (iter_seek_to_last(m); iter_valid(m); iter_prev(m), j--) {
+            ASSERT_GE(j, 0);
+            ASSERT_EQ(ref[j].value, Str(iter_value(m))) << "bwd " << j;
+        }
+        EXPECT_EQ(-1, j);
+        for (int s = 0; s < 50; s++) {  // seek to a lookup key: newest version visible at seq
+            int u = (int)(rng() % 40);
+            std::string user = (u % 2) ? "prefix00" + std::to_string(u) : std::to_string(u) + "-suffix-x";
+            std::string t = ikey(user, 1 + rng() % 6, KT_SEEK);
+            slice_t ts = slice_make(t.data(), t.size());
+            iter_seek(m, ts);
+            size_t lb = 0;
+            while (lb < ref.size() &&
+                   ikey_compare(slice_make(ref[lb].key.data(), ref[lb].key.size()), ts) < 0)
+                lb++;
+            ASSERT_EQ(lb < ref.size(), iter_valid(m) != 0);
+            if (lb < ref.size()) ASSERT_EQ(ref[lb].value, Str(iter_value(m))) << "seek " << s;
+        }
+        EXPECT_EQ(TDB_OK, iter_status(m));
+        iter_destroy(m);
+    }
 }

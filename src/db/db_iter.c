@@ -270,7 +270,7 @@ int db_iter_create(tdb_t *db, tdb_cf_t *cf, uint64_t seq, iter_t *overlay, tdb_i
         if (!(kids[n++] = memtable_iter(it->sv->imm[i]))) RAISE(TDB_ERR_NOMEM, "iterator");
     TRY(version_add_iters(it->sv->version, db->table_cache, &kids, &n, &cap));
     TRY(gather_range_dels(it));
-    it->in = iter_merge(kids, n, ikey_compare);
+    it->in = iter_merge_ikeys(kids, n);
     free(kids);
     kids = NULL;
     if (!it->in) {

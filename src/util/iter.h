@@ -89,6 +89,9 @@ iter_t *iter_empty(int status);
  * Both directions are supported. Returns NULL only on allocation failure
  * (children are then destroyed). */
 iter_t *iter_merge(iter_t **children, int n, key_cmp_fn cmp);
+/* iter_merge(children, n, ikey_compare) with the comparison inlined (the
+ * merge of a scan or a compaction over internal keys). */
+iter_t *iter_merge_ikeys(iter_t **children, int n);
 
 #ifdef __cplusplus
 }

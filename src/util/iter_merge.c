@@ -34,7 +34,8 @@
  *  - next_user_key (internal keys only) moves, one call each, only the
  *    children standing on the current user key.
  *  - `err` is the first error seen on a child that went invalid since the
- *    last seek; while it is set the merge is invalid (data may be missing).
+ *    last seek, noted when the child's move is loaded (merge_load); while
+ *    it is set the merge is invalid (data may be missing).
  *    status() reports the first failing child in child order.
  *
  * Ownership: the merge owns its children and destroys them. Not
@@ -53,6 +54,7 @@ enum { DIR_FORWARD = 0, DIR_REVERSE = 1 };
 typedef struct merge_iter {
     iter_t base;
     key_cmp_fn cmp;
+    int ikeys; /* cmp is ikey_compare, called inline (iter_merge_ikeys) */
     int n;
     int cur;   /* current child or -1 */
     int dir;   /* DIR_FORWARD or DIR_REVERSE */
@@ -64,23 +66,26 @@ typedef struct merge_iter {
     unsigned char *ok; /* ok[i]: child i is valid */
 } merge_iter_t;
 
-/* Reload the cached validity and key of child i after it moved. */
+/* Reload the cached validity and key of child i after it moved; a child
+ * that went invalid has its status noted now, once, rather than on every
+ * later step (an exhausted child, e.g. an empty memtable, stays so). */
 static inline void merge_load(merge_iter_t *m, int i) {
     iter_t *c = m->child[i];
     m->ok[i] = iter_valid(c) ? 1 : 0;
     if (m->ok[i]) m->key[i] = iter_key(c);
+    else if (m->err == TDB_OK) m->err = iter_status(c);
+}
+
+/* Compare two keys by the merge's order. */
+static inline int merge_cmp(const merge_iter_t *m, slice_t a, slice_t b) {
+    return m->ikeys ? ikey_compare(a, b) : m->cmp(a, b);
 }
 
 /* Does child a come before child b in the current direction's heap order? */
 static int merge_before(const merge_iter_t *m, int a, int b) {
-    int c = m->cmp(m->key[a], m->key[b]);
+    int c = merge_cmp(m, m->key[a], m->key[b]);
     if (m->dir == DIR_FORWARD) return c < 0 || (c == 0 && a < b);
     return c > 0 || (c == 0 && a > b);
-}
-
-/* Record the status of a child that is not valid. */
-static void merge_note_invalid(merge_iter_t *m, int i) {
-    if (m->err == TDB_OK) m->err = iter_status(m->child[i]);
 }
 
 /* Restore the heap property below slot k. */
@@ -102,20 +107,13 @@ static void merge_sift_down(merge_iter_t *m, int k) {
 static void merge_rebuild(merge_iter_t *m) {
     m->cur = -1;
     if (m->n <= LINEAR_MAX) {
-        for (int i = 0; i < m->n; i++) {
-            if (!m->ok[i]) {
-                merge_note_invalid(m, i);
-            } else if (m->cur < 0 || merge_before(m, i, m->cur)) {
-                m->cur = i;
-            }
-        }
+        for (int i = 0; i < m->n; i++)
+            if (m->ok[i] && (m->cur < 0 || merge_before(m, i, m->cur))) m->cur = i;
         return;
     }
     m->hn = 0;
-    for (int i = 0; i < m->n; i++) {
+    for (int i = 0; i < m->n; i++)
         if (m->ok[i]) m->heap[m->hn++] = i;
-        else merge_note_invalid(m, i);
-    }
     for (int k = m->hn / 2 - 1; k >= 0; k--) merge_sift_down(m, k);
     if (m->hn > 0) m->cur = m->heap[0];
 }
@@ -126,10 +124,7 @@ static void merge_fix_current(merge_iter_t *m) {
         merge_rebuild(m);
         return;
     }
-    if (!m->ok[m->heap[0]]) {
-        merge_note_invalid(m, m->heap[0]);
-        m->heap[0] = m->heap[--m->hn];
-    }
+    if (!m->ok[m->heap[0]]) m->heap[0] = m->heap[--m->hn];
     if (m->hn > 0) merge_sift_down(m, 0);
     m->cur = m->hn > 0 ? m->heap[0] : -1;
 }
@@ -202,7 +197,7 @@ static void merge_seek_forward(iter_t *it, slice_t t) {
         return;
     }
     for (int i = 0; i < m->n; i++) {
-        if (!m->ok[i] || m->cmp(m->key[i], t) >= 0) continue;
+        if (!m->ok[i] || merge_cmp(m, m->key[i], t) >= 0) continue;
         iter_seek_forward(m->child[i], t);
         merge_load(m, i);
     }
@@ -225,7 +220,7 @@ static void merge_next(iter_t *it) {
             iter_t *ch = m->child[i];
             iter_seek(ch, key);
             if (i < c)
-                while (iter_valid(ch) && m->cmp(iter_key(ch), key) == 0) iter_next(ch);
+                while (iter_valid(ch) && merge_cmp(m, iter_key(ch), key) == 0) iter_next(ch);
             merge_load(m, i);
         }
         iter_next(cc);
@@ -288,7 +283,7 @@ static void merge_prev(iter_t *it) {
             iter_t *ch = m->child[i];
             iter_seek(ch, key);
             if (i < c)
-                while (iter_valid(ch) && m->cmp(iter_key(ch), key) == 0) iter_next(ch);
+                while (iter_valid(ch) && merge_cmp(m, iter_key(ch), key) == 0) iter_next(ch);
             if (iter_valid(ch)) iter_prev(ch);
             else if (iter_status(ch) == TDB_OK) iter_seek_to_last(ch);
             merge_load(m, i);
@@ -354,6 +349,7 @@ iter_t *iter_merge(iter_t **children, int n, key_cmp_fn cmp) {
     }
     m->base.ops = &g_merge_ops;
     m->cmp = cmp;
+    m->ikeys = 0;
     m->n = n;
     m->cur = -1;
     m->dir = DIR_FORWARD;
@@ -368,4 +364,13 @@ iter_t *iter_merge(iter_t **children, int n, key_cmp_fn cmp) {
         m->ok[i] = 0;
     }
     return &m->base;
+}
+
+/* iter_merge over internal keys (ikey_compare), the comparison inlined:
+ * a scan compares at every step, and an indirect call per comparison was
+ * a visible part of it. */
+iter_t *iter_merge_ikeys(iter_t **children, int n) {
+    iter_t *it = iter_merge(children, n, ikey_compare);
+    if (it && it->ops == &g_merge_ops) ((merge_iter_t *)it)->ikeys = 1;
+    return it;
 }

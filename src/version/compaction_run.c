@@ -37,7 +37,7 @@ int compaction_run(compaction_t *c, table_cache_t *tc, table_write_ctx_t *ctx, v
             n++;
         }
     }
-    merged = iter_merge(children, n, ikey_compare);
+    merged = iter_merge_ikeys(children, n);
     n = 0; /* children now belong to the merge (or were destroyed) */
     if (!merged) RAISE(TDB_ERR_NOMEM, "compaction: merging iterator");
 
