@@ -13,6 +13,7 @@
  * Statistics are relaxed atomics: counters only, they order nothing.
  */
 #include "txn/lock_mgr.h"
+#include "txn/lock_mgr_impl.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -24,102 +25,6 @@
 #include "util/checksum.h"
 #include "util/error.h"
 
-#define LM_STRIPE_BITS 6
-#define LM_STRIPES (1u << LM_STRIPE_BITS)
-#define LM_MIN_BUCKETS 16
-
-typedef struct lk_head lk_head_t;
-
-typedef struct lk_grant {
-    lock_owner_t *owner;
-    lk_head_t *head;
-    struct lk_grant *prev, *next; /* the head's holders list */
-    int excl;
-    uint64_t rid; /* range locks: the owner's number for it (from 1) */
-} lk_grant_t;
-
-typedef struct lk_wait {
-    lock_owner_t *owner;
-    lk_head_t *head;              /* queued on; NULL when not queued (graph) */
-    struct lk_wait *prev, *next;  /* queue links (graph + stripe) */
-    lk_grant_t *upgrade;          /* held shared grant to make exclusive */
-    lk_grant_t *fresh;            /* new grant to link when granted */
-    int excl;                     /* mode asked */
-    int pass;                     /* a writer waiting for a range lock to go */
-    uint32_t pcf;                 /* pass: the key it is writing (caller's */
-    slice_t pkey;                 /*   buffer, set before it queues) */
-    int granted;                  /* set by the granter (stripe + owner mu) */
-} lk_wait_t;
-
-struct lk_head {
-    lk_head_t *hnext; /* bucket chain; for a range head, the range list */
-    lk_head_t *rprev; /* range heads: previous in the range list */
-    uint64_t hash;
-    uint32_t cf_id;
-    size_t klen;
-    /* Range heads (range = 1): rb holds lo (klen bytes) then hi (hilen
-     * bytes), replaced when the range is narrowed (under rs.mu); key[] is
-     * empty. The one holder is the owner of the range lock. */
-    int range, hi_inf, hi_incl;
-    size_t hilen;
-    char *rb;
-    lk_grant_t *holders;
-    size_t nholders;
-    int nexcl;              /* exclusive holders: 0 or 1 (then nholders == 1) */
-    lk_wait_t *qfirst, *qlast;
-    char key[];
-};
-
-typedef struct lk_stripe {
-    pthread_mutex_t mu;
-    lk_head_t **buckets;
-    size_t nbuckets; /* power of two */
-    size_t count;
-} __attribute__((aligned(64))) lk_stripe_t;
-
-typedef struct lk_rec {
-    lk_grant_t *g;
-    int upgrade; /* 0: g was created (new lock); 1: g was upgraded */
-} lk_rec_t;
-
-struct lock_mgr {
-    lk_stripe_t stripes[LM_STRIPES];
-    /* Range locks: a list of range heads (ranges) under rs.mu (rs is used
-     * as the stripe of every range head); nranges counts them, read
-     * without a lock on the write path (see lock_acquire). */
-    lk_stripe_t rs;
-    lk_head_t *ranges;
-    _Atomic size_t nranges;
-    _Atomic uint64_t range_locks, range_waits;
-    pthread_mutex_t graph_mu;
-    /* Under graph_mu: DFS epoch and stack. */
-    uint64_t epoch;
-    lock_owner_t **stack;
-    size_t stack_cap;
-    _Atomic uint64_t acquired, waits, deadlocks, timeouts, cancelled, held;
-    _Atomic long owners;
-    /* Under graph_mu: the wait hook (lock_mgr_set_wait_hook). */
-    tdb_lock_wait_hook_fn hook;
-    void *hook_ctx;
-};
-
-struct lock_owner {
-    lock_mgr_t *m;
-    uint64_t txn_id;
-    pthread_mutex_t mu; /* guards cancel, wait.granted; cv's mutex */
-    pthread_cond_t cv;
-    int cancel;
-    lk_wait_t wait;
-    uint64_t visit; /* DFS epoch (graph_mu) */
-    _Atomic(void *) user; /* the embedder's pointer, for the wait hook */
-    /* Owner thread only. */
-    uint64_t next_rid; /* range locks taken so far */
-    lk_rec_t *log;
-    size_t nlog, caplog;
-    size_t nheld;
-};
-
-#define STAT_ADD(m, f, d) atomic_fetch_add_explicit(&(m)->f, (d), memory_order_relaxed)
 
 /* ------------------------------------------------------------------ */
 /* Manager and stripes                                                 */
@@ -968,84 +873,4 @@ void lock_clear_cancel(lock_owner_t *o) {
     pthread_mutex_lock(&o->mu);
     o->cancel = 0;
     pthread_mutex_unlock(&o->mu);
-}
-
-/* Snapshot the counters. */
-void lock_mgr_stats(lock_mgr_t *m, lock_stats_t *out) {
-    out->acquired = atomic_load_explicit(&m->acquired, memory_order_relaxed);
-    out->waits = atomic_load_explicit(&m->waits, memory_order_relaxed);
-    out->deadlocks = atomic_load_explicit(&m->deadlocks, memory_order_relaxed);
-    out->timeouts = atomic_load_explicit(&m->timeouts, memory_order_relaxed);
-    out->cancelled = atomic_load_explicit(&m->cancelled, memory_order_relaxed);
-    out->held = atomic_load_explicit(&m->held, memory_order_relaxed);
-    out->range_locks = atomic_load_explicit(&m->range_locks, memory_order_relaxed);
-    out->range_waits = atomic_load_explicit(&m->range_waits, memory_order_relaxed);
-    out->ranges = atomic_load_explicit(&m->nranges, memory_order_relaxed);
-}
-
-/* ---- introspection ---- */
-
-/* Append one pair, growing the array. */
-static int waits_push(lock_wait_info_t **arr, size_t *n, size_t *cap, const lk_head_t *h, const lk_wait_t *w,
-                      const lk_grant_t *g) {
-    if (*n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 16;
-        lock_wait_info_t *a = (lock_wait_info_t *)realloc(*arr, nc * sizeof *a);
-        if (!a) return tdb_err(TDB_ERR_NOMEM, "lock wait list");
-        *arr = a;
-        *cap = nc;
-    }
-    lock_wait_info_t *e = &(*arr)[*n];
-    size_t all = h->klen + (h->range ? h->hilen : 0);
-    e->key = (char *)malloc(all ? all : 1);
-    if (!e->key) return tdb_err(TDB_ERR_NOMEM, "lock wait key");
-    if (all) memcpy(e->key, h->range ? h->rb : h->key, all);
-    e->klen = h->klen;
-    e->range = h->range;
-    e->hi = h->range && !h->hi_inf ? e->key + h->klen : NULL;
-    e->hilen = h->range ? h->hilen : 0;
-    e->hi_inclusive = h->range && h->hi_incl;
-    e->cf_id = h->cf_id;
-    e->waiter_txn_id = w->owner->txn_id;
-    e->holder_txn_id = g->owner->txn_id;
-    e->waiter_excl = w->excl;
-    e->holder_excl = g->excl;
-    (*n)++;
-    return TDB_OK;
-}
-
-int lock_mgr_list_waits(lock_mgr_t *m, lock_wait_info_t **out, size_t *n) {
-    lock_wait_info_t *arr = NULL;
-    size_t cnt = 0, cap = 0;
-    int rc = TDB_OK;
-    for (unsigned s = 0; s < LM_STRIPES && rc == TDB_OK; s++) {
-        lk_stripe_t *st = &m->stripes[s];
-        pthread_mutex_lock(&st->mu);
-        for (size_t b = 0; b < st->nbuckets && rc == TDB_OK; b++)
-            for (lk_head_t *h = st->buckets[b]; h && rc == TDB_OK; h = h->hnext)
-                for (lk_wait_t *w = h->qfirst; w && rc == TDB_OK; w = w->next)
-                    for (lk_grant_t *g = h->holders; g && rc == TDB_OK; g = g->next)
-                        if (g->owner != w->owner) rc = waits_push(&arr, &cnt, &cap, h, w, g);
-        pthread_mutex_unlock(&st->mu);
-    }
-    if (rc == TDB_OK) { /* range locks: writers waiting for them to go */
-        pthread_mutex_lock(&m->rs.mu);
-        for (lk_head_t *h = m->ranges; h && rc == TDB_OK; h = h->hnext)
-            for (lk_wait_t *w = h->qfirst; w && rc == TDB_OK; w = w->next)
-                for (lk_grant_t *g = h->holders; g && rc == TDB_OK; g = g->next)
-                    if (g->owner != w->owner) rc = waits_push(&arr, &cnt, &cap, h, w, g);
-        pthread_mutex_unlock(&m->rs.mu);
-    }
-    if (rc != TDB_OK) {
-        lock_wait_info_free(arr, cnt);
-        return rc;
-    }
-    *out = arr;
-    *n = cnt;
-    return TDB_OK;
-}
-
-void lock_wait_info_free(lock_wait_info_t *w, size_t n) {
-    for (size_t i = 0; i < n; i++) free(w[i].key);
-    free(w);
 }
