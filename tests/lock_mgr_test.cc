@@ -15,68 +15,17 @@
 #include <thread>
 #include <vector>
 
+#include "lock_mgr_testutil.h"
 #include "testutil.h"
 
-extern "C" {
-#include "txn/lock_mgr.h"
-#include "util/error.h"
-}
-
 namespace {
-
-using Clock = std::chrono::steady_clock;
-constexpr int64_t kLong = 20 * 1000 * 1000;  // 20 s: "forever" for a test
-
-slice_t Sl(const std::string &s) { return slice_make(s.data(), s.size()); }
-
-int Acq(lock_owner_t *o, const std::string &k, int excl, int64_t t = 0, uint32_t cf = 0) {
-    return lock_acquire(o, cf, Sl(k), excl, t);
-}
-
-lock_stats_t Stats(lock_mgr_t *m) {
-    lock_stats_t s;
-    lock_mgr_stats(m, &s);
-    return s;
-}
-
-// Wait until the manager has recorded at least n waits (a thread is queued).
-void WaitForWaits(lock_mgr_t *m, uint64_t n) {
-    auto end = Clock::now() + std::chrono::seconds(20);
-    while (Stats(m).waits < n) {
-        ASSERT_LT(Clock::now(), end) << "no thread started waiting";
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-}
 
 // Acquire in another thread; the future holds the result.
 std::future<int> AcqAsync(lock_owner_t *o, const std::string &k, int excl, int64_t t = kLong, uint32_t cf = 0) {
     return std::async(std::launch::async, [=] { return Acq(o, k, excl, t, cf); });
 }
 
-bool Ready(std::future<int> &f, int ms = 0) {
-    return f.wait_for(std::chrono::milliseconds(ms)) == std::future_status::ready;
-}
-
-struct Fixture : ::testing::Test {
-    lock_mgr_t *m = nullptr;
-    std::vector<lock_owner_t *> owners;
-    void SetUp() override {
-        m = lock_mgr_create();
-        ASSERT_NE(m, nullptr);
-    }
-    lock_owner_t *Owner() {
-        lock_owner_t *o = lock_owner_create(m, owners.size() + 1);
-        EXPECT_NE(o, nullptr);
-        owners.push_back(o);
-        return o;
-    }
-    void TearDown() override {
-        for (auto *o : owners) lock_owner_destroy(o);
-        EXPECT_EQ(Stats(m).held, 0u);
-        lock_mgr_destroy(m);
-    }
-};
+using Fixture = LockMgrFixture;
 
 }  // namespace
 

@@ -17,19 +17,9 @@
 #include <thread>
 #include <vector>
 
-extern "C" {
-#include "txn/lock_mgr.h"
-#include "util/error.h"
-}
+#include "lock_mgr_testutil.h"
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-constexpr int64_t kLong = 20 * 1000 * 1000;  // 20 s
-
-slice_t Sl(const std::string &s) { return slice_make(s.data(), s.size()); }
-
-int Acq(lock_owner_t *o, const std::string &k, int excl, int64_t t = 0) { return lock_acquire(o, 0, Sl(k), excl, t); }
 
 // Range [lo, hi) (hi_incl: [lo, hi]); hi "" with inf: unbounded.
 int Range(lock_owner_t *o, const std::string &lo, const std::string &hi, bool inf = false, bool incl = false,
@@ -38,43 +28,7 @@ int Range(lock_owner_t *o, const std::string &lo, const std::string &hi, bool in
     return lock_acquire_range(o, 0, Sl(lo), inf ? nullptr : &h, incl, 1, t, nullptr);
 }
 
-lock_stats_t Stats(lock_mgr_t *m) {
-    lock_stats_t s;
-    lock_mgr_stats(m, &s);
-    return s;
-}
-
-void WaitForWaits(lock_mgr_t *m, uint64_t n) {
-    auto end = Clock::now() + std::chrono::seconds(20);
-    while (Stats(m).waits < n) {
-        ASSERT_LT(Clock::now(), end) << "no thread started waiting";
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-}
-
-bool Ready(std::future<int> &f, int ms = 0) { return f.wait_for(std::chrono::milliseconds(ms)) == std::future_status::ready; }
-
-struct RangeLock : ::testing::Test {
-    lock_mgr_t *m = nullptr;
-    std::vector<lock_owner_t *> owners;
-    void SetUp() override {
-        m = lock_mgr_create();
-        ASSERT_NE(m, nullptr);
-    }
-    lock_owner_t *Owner() {
-        lock_owner_t *o = lock_owner_create(m, owners.size() + 1);
-        EXPECT_NE(o, nullptr);
-        owners.push_back(o);
-        return o;
-    }
-    void TearDown() override {
-        for (auto *o : owners) lock_owner_destroy(o);
-        EXPECT_EQ(Stats(m).held, 0u);
-        EXPECT_EQ(Stats(m).ranges, 0u);
-        lock_mgr_destroy(m);
-    }
-};
+struct RangeLock : LockMgrFixture {};
 
 TEST_F(RangeLock, WriterInsideWaitsOutsideDoesNot) {
     auto *a = Owner(), *b = Owner();
