@@ -41,6 +41,21 @@ void row_pack(TABLE *table, const uchar *rec, std::string &out, const RowVersion
   out.resize((size_t)(to - start));
 }
 
+/* Unpack one column's packed bytes at *from into rec's image of f (diff:
+ * rec - record[0]), with the field moved onto rec: Field_blob::unpack
+ * ignores its target and sets the blob pointer at the field's own ptr, so
+ * unpacking into record[1] (REPLACE's duplicate row) or a scratch buffer
+ * would clobber record[0]'s blob and leave rec's unset. Advances *from;
+ * false on damaged bytes. */
+static inline bool unpack_field(Field *f, my_ptrdiff_t diff, const uchar **from, const uchar *end) {
+  f->move_field_offset(diff);
+  const uchar *p = f->unpack(f->ptr, *from, end);
+  f->move_field_offset(-diff);
+  if (!p || p > end) return false;
+  *from = p;
+  return true;
+}
+
 /* A row holding every stored column of the current table. */
 static inline int unpack_current(TABLE *table, const uchar *from, const uchar *end, uchar *rec) {
   TABLE_SHARE *s = table->s;
@@ -57,14 +72,7 @@ static inline int unpack_current(TABLE *table, const uchar *from, const uchar *e
       memset(f->ptr + diff, 0, f->pack_length_in_rec());
       continue;
     }
-    /* Unpack with the field moved onto rec: Field_blob::unpack ignores
-     * its target and sets the blob pointer at the field's own ptr, so
-     * unpacking into record[1] (REPLACE's duplicate row) or a scratch
-     * buffer would clobber record[0]'s blob and leave rec's unset. */
-    f->move_field_offset(diff);
-    from = f->unpack(f->ptr, from, end);
-    f->move_field_offset(-diff);
-    if (!from || from > end) return HA_ERR_CRASHED;
+    if (!unpack_field(f, diff, &from, end)) return HA_ERR_CRASHED;
   }
   return 0;
 }
@@ -101,10 +109,7 @@ static int unpack_prefix(TABLE *table, const uchar *from, const uchar *end, ucha
       memset(f->ptr + diff, 0, f->pack_length_in_rec());
       continue;
     }
-    f->move_field_offset(diff);
-    from = f->unpack(f->ptr, from, end);
-    f->move_field_offset(-diff);
-    if (!from || from > end) return HA_ERR_CRASHED;
+    if (!unpack_field(f, diff, &from, end)) return HA_ERR_CRASHED;
   }
   return 0;
 }
@@ -146,10 +151,7 @@ static int unpack_version(TABLE *table, const RowVersions &fmt, const RowVersion
     }
     if (f->null_ptr) f->set_notnull(diff);
     const uchar *p = (const uchar *)d.packed.data();
-    f->move_field_offset(diff);
-    p = f->unpack(f->ptr, p, p + d.packed.size());
-    f->move_field_offset(-diff);
-    if (!p) return HA_ERR_CRASHED;
+    if (!unpack_field(f, diff, &p, p + d.packed.size())) return HA_ERR_CRASHED;
   }
   for (uint i = 0; i < nf; i++) {
     const RowColumn &c = v.cols[i];
@@ -171,10 +173,7 @@ static int unpack_version(TABLE *table, const RowVersions &fmt, const RowVersion
       continue;
     }
     if (f->null_ptr) f->set_notnull(diff);
-    f->move_field_offset(diff);
-    from = f->unpack(f->ptr, from, end);
-    f->move_field_offset(-diff);
-    if (!from || from > end) return HA_ERR_CRASHED;
+    if (!unpack_field(f, diff, &from, end)) return HA_ERR_CRASHED;
   }
   return 0;
 }
