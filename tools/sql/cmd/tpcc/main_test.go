@@ -122,3 +122,29 @@ func TestExternalSummary(t *testing.T) {
 		t.Errorf("runs.csv row %q", row)
 	}
 }
+
+// --check-engines names engines that run; it contradicts --no-check and
+// --target; the engines left out are not checked.
+func TestCheckEngines(t *testing.T) {
+	o, err := parseFlags(strings.Fields("--engines tidesdb,innodb,rocksdb --check-engines tidesdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.checks("TidesDB") || o.checks("InnoDB") || o.checks("RocksDB") || o.noCheckFlag() != "--check-engines" {
+		t.Errorf("checks %+v", o.checkEngines)
+	}
+	all, _ := parseFlags(strings.Fields("--engines tidesdb,innodb"))
+	if !all.checks("TidesDB") || !all.checks("InnoDB") {
+		t.Error("without --check-engines every engine is checked")
+	}
+	none, _ := parseFlags(strings.Fields("--engines tidesdb --no-check"))
+	if none.checks("TidesDB") || none.noCheckFlag() != "--no-check" {
+		t.Error("--no-check still checks")
+	}
+	for _, args := range []string{"--engines tidesdb --check-engines innodb", "--check-engines tidesdb --no-check",
+		"--check-engines nosuch", "--target 127.0.0.1:3520 --engine TidesDB --check-engines tidesdb"} {
+		if _, err := parseFlags(strings.Fields(args)); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+}
