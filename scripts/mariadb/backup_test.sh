@@ -92,7 +92,7 @@ kill -0 "$gotpc_pid" 2>/dev/null || fail "the TPC-C load ended during the backup
 wait "$gotpc_pid" || fail "go-tpc run (see $OUT/run.log)"
 gotpc_pid=
 tpmc="$(sed -n 's/^tpmC: \([0-9.]*\),.*/\1/p' "$OUT/run.log" | tail -1)"
-say "backup.sh: $tb ms; $(grep -o '[0-9]* ms with DDL blocked, [0-9]* ms in SET GLOBAL' "$OUT/backup.log")"
+say "backup.sh: $tb ms; $(grep -o '[0-9]* ms with DDL blocked.* ms in SET GLOBAL' "$OUT/backup.log")"
 # Hard-linked table files are shared with the source; the rest is new.
 own_kib=$(( $(find "$DIR/backup" -type f -links 1 -printf '%s\n' | awk '{s+=$1} END {print s+0}') / 1024 ))
 say "backup size: $(du -sk "$DIR/backup" | cut -f1) KiB (#tidesdb $(du -sk "$DIR/backup/#tidesdb" | cut -f1) KiB, of which $own_kib KiB not linked to the source; source #tidesdb $(du -sk "$DIR/src/data/#tidesdb" | cut -f1) KiB); load: tpmC ${tpmc:-?}, orders $orders_before before the backup, $orders_after after"
