@@ -112,13 +112,7 @@ func writeResults(o options, stamp string, rn *runner) error {
 		notes = append(notes, "before the first check, history gets an index on (h_c_w_id, h_c_d_id, h_c_id) on every engine: go-tpc's check 3.3.2.10 scans it per customer")
 	}
 	if o.checkEngines != nil {
-		var c []string
-		for _, e := range o.engines {
-			if o.checkEngines[e] {
-				c = append(c, e)
-			}
-		}
-		notes = append(notes, "consistency check on "+strings.Join(c, ", ")+" only (--check-engines): the other engines' runs are not checked")
+		notes = append(notes, "consistency check on "+strings.Join(o.checkEngines, ", ")+" only (--check-engines): the other engines' runs are not checked")
 	}
 	notes = append(notes, fmt.Sprintf("the check runs with %d threads (the run's users, at most one per core): its queries are CPU-bound and each fills a MariaDB temporary table", CheckThreads(o.runVU, runtime.NumCPU())))
 	notes = append(notes, rn.MemoryLines(o.engines)...)
