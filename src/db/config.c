@@ -163,3 +163,9 @@ int db_value_live(unsigned t, slice_t raw, int64_t now, slice_t *user_value) {
 int db_cf_sync_mode(const tdb_t *db, const tdb_cf_t *cf) {
     return db->cfg.unified_memtable ? db->cfg.unified_memtable_sync_mode : cf->cfg.sync_mode;
 }
+
+/* The active-memtable size at which cf switches (the shared size in
+ * unified mode). */
+size_t db_write_buffer_limit(const tdb_t *db, const tdb_cf_t *cf) {
+    return db->cfg.unified_memtable ? db->cfg.unified_memtable_write_buffer_size : cf->cfg.write_buffer_size;
+}

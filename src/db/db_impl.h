@@ -284,6 +284,8 @@ compaction_opts_t db_compaction_opts(const tdb_cf_t *cf);
 sst_options_t db_sst_options(const tdb_cf_t *cf);
 /* The sync mode that governs writes to cf (unified mode overrides). */
 int db_cf_sync_mode(const tdb_t *db, const tdb_cf_t *cf);
+/* The active-memtable size at which cf switches (unified: the shared one). */
+size_t db_write_buffer_limit(const tdb_t *db, const tdb_cf_t *cf);
 
 /* ---- db/batch.c (beyond the encoding of db/batch.h) ---- */
 /* Set b up for one entry over the caller's stack buffer (or one
@@ -407,8 +409,6 @@ typedef struct mem_state {
     tdb_cf_t *largest;   /* largest non-empty active one that may switch */
     double max_pressure; /* highest pressure of any family */
 } mem_state_t;
-/* The active-memtable size at which cf switches (unified: the shared one). */
-size_t db_write_buffer_limit(const tdb_t *db, const tdb_cf_t *cf);
 /* Make room for the group self..*last (mu held, as leader, gate closed):
  * switches, delays, stalls; *st: the memtables as it leaves them. */
 int db_make_room(tdb_t *db, writer_t *self, writer_t **last, int *n, tdb_cf_t **cfs, int ncfs, mem_state_t *st);

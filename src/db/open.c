@@ -38,7 +38,7 @@ static int flush_recovered(tdb_t *db, version_edit_t *edits, bool force) {
         if (!cf || memtable_num_entries(cf->mem.mem) == 0) continue;
         if (!force && memtable_memory_usage(cf->mem.mem) < cf->cfg.write_buffer_size) continue;
         TDB_RET(db_write_level1(db, cf, cf->mem.mem, &edits[i]));
-        memtable_t *fresh = memtable_create();
+        memtable_t *fresh = memtable_create_sized(db_write_buffer_limit(db, cf));
         if (!fresh) return tdb_err(TDB_ERR_NOMEM, "memtable");
         memtable_unref(cf->mem.mem);
         cf->mem.mem = fresh;

@@ -320,7 +320,7 @@ bool db_wal_failed_full_locked(tdb_t *db) {
 /* Move cf's active memtable to the immutable queue (mu held, as leader). */
 int db_switch_memtable(tdb_t *db, tdb_cf_t *cf) {
     int rc = TDB_OK;
-    memtable_t *fresh = memtable_create();
+    memtable_t *fresh = memtable_create_sized(db_write_buffer_limit(db, cf));
     if (!fresh) return tdb_err(TDB_ERR_NOMEM, "memtable");
     if (cf->nimm == cf->cap_imm) {
         int n = cf->cap_imm ? cf->cap_imm * 2 : 4;

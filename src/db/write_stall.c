@@ -25,12 +25,6 @@ static void wait_done(tdb_t *db, uint64_t us) { db_cond_wait_us(&db->done_cv, &d
 #define SLOWDOWN_MEMORY_SHARE 0.75
 #define STALL_NO_PROGRESS_LIMIT_US (30u * 1000u * 1000u)
 
-/* The active-memtable size at which cf switches (the shared size in
- * unified mode). */
-size_t db_write_buffer_limit(const tdb_t *db, const tdb_cf_t *cf) {
-    return db->cfg.unified_memtable ? db->cfg.unified_memtable_write_buffer_size : cf->cfg.write_buffer_size;
-}
-
 /* Pressure of one family's backlog: 0 = none, 1 = must stop. Below 1 the
  * writer is slowed in proportion (graduated back-pressure). */
 static double cf_pressure(const tdb_cf_t *cf) {

@@ -5,11 +5,13 @@
 #include "memtable/memtable.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "memtable/arena.h"
 #include "memtable/skiplist.h"
+#include "util/checksum.h"
 #include "util/coding.h"
 #include "util/error.h"
 #include "util/ikey.h"
@@ -24,6 +26,27 @@ typedef struct rd_node {
     const char *entry;
 } rd_node_t;
 
+/* A node of the point index (see memtable.h): the newest point entry of
+ * one user key. hash and the key never change; entry only moves to a
+ * newer version (higher sequence). */
+typedef struct mt_hnode {
+    struct mt_hnode *next; /* the bucket's older node; immutable once published */
+    _Atomic(const char *) entry;
+    uint64_t hash;
+} mt_hnode_t;
+
+/* Point-index buckets: a power of two fixed at creation, one per
+ * MT_INDEX_BYTES_PER_BUCKET of the memtable's capacity within
+ * [MT_INDEX_MIN_BUCKETS, MT_INDEX_MAX_BUCKETS]: 8 bytes per 256 of
+ * capacity (3%), 1 MiB at most; virtual memory until a bucket's page is
+ * first written. */
+#define MT_INDEX_BYTES_PER_BUCKET 256u
+#define MT_INDEX_MIN_BUCKETS ((size_t)1 << 10)
+#define MT_INDEX_MAX_BUCKETS ((size_t)1 << 17)
+/* Versions stepped over from the indexed (newest) one before a lookup
+ * at an older snapshot falls back to a skip-list descent. */
+#define MT_INDEX_MAX_STEPS 16
+
 struct memtable {
     _Atomic int refs;
     _Atomic uint64_t entries;
@@ -34,12 +57,17 @@ struct memtable {
     skiplist_t *list;
     memtable_hint_t serial; /* memtable_add_serial's hint (callers serialised) */
     uint64_t id;            /* unique in the process (memtable_id) */
+    _Atomic(mt_hnode_t *) *index; /* index_mask + 1 heads (NULL: no index, lookups descend) */
+    size_t index_mask;
+    _Atomic bool index_ok;        /* every point entry's key is indexed (false after an OOM) */
 };
 
 static _Atomic uint64_t next_memtable_id = 1;
 
 /* Create an empty memtable with one reference. */
-memtable_t *memtable_create(void) {
+memtable_t *memtable_create(void) { return memtable_create_sized(MEMTABLE_DEFAULT_CAPACITY); }
+
+memtable_t *memtable_create_sized(size_t capacity) {
     memtable_t *m = (memtable_t *)malloc(sizeof *m);
     if (!m) return NULL;
     m->arena = arena_create(MEMTABLE_BLOCK_SIZE);
@@ -49,6 +77,13 @@ memtable_t *memtable_create(void) {
         free(m);
         return NULL;
     }
+    /* calloc: zero pages mapped on first write, so an idle memtable's
+     * index costs address space only. Without it lookups descend. */
+    size_t buckets = MT_INDEX_MIN_BUCKETS;
+    while (buckets < MT_INDEX_MAX_BUCKETS && buckets * MT_INDEX_BYTES_PER_BUCKET < capacity) buckets <<= 1;
+    m->index_mask = buckets - 1;
+    m->index = (_Atomic(mt_hnode_t *) *)calloc(buckets, sizeof *m->index);
+    atomic_init(&m->index_ok, m->index != NULL);
     atomic_init(&m->refs, 1);
     atomic_init(&m->entries, 0);
     atomic_init(&m->deletes, 0);
@@ -71,6 +106,7 @@ void memtable_unref(memtable_t *m) {
      * as finished (release by them, acquire by it). */
     if (atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) != 1) return;
     arena_destroy(m->arena);
+    free(m->index);
     free(m);
 }
 
@@ -122,6 +158,52 @@ static int mt_build(memtable_t *m, uint64_t seq, unsigned type, slice_t user_key
     return TDB_OK;
 }
 
+static uint64_t mt_hash(slice_t user_key) { return tdb_hash64(user_key.data, user_key.size, 0x6d74); }
+
+/* The index node of user_key in its bucket's chain from n, or NULL. */
+static mt_hnode_t *mt_index_find(mt_hnode_t *n, uint64_t h, slice_t user_key) {
+    for (; n; n = n->next) {
+        if (n->hash != h) continue;
+        const char *e = atomic_load_explicit(&n->entry, memory_order_acquire);
+        if (slice_equal(ikey_user(skiplist_entry_key(e, NULL)), user_key)) return n;
+    }
+    return NULL;
+}
+
+/* After linking e (a point entry): make it its key's indexed entry unless
+ * a newer version is indexed already. On OOM the key is left out of the
+ * index and the memtable stops using it (lookups descend). */
+static void mt_index_add(memtable_t *m, const char *e, uint64_t seq, slice_t user_key) {
+    if (!m->index) return;
+    uint64_t h = mt_hash(user_key);
+    _Atomic(mt_hnode_t *) *b = &m->index[h & m->index_mask];
+    mt_hnode_t *fresh = NULL;
+    for (;;) {
+        mt_hnode_t *head = atomic_load_explicit(b, memory_order_acquire);
+        mt_hnode_t *n = mt_index_find(head, h, user_key);
+        if (n) { /* move it to e if e is newer (concurrent versions race here) */
+            const char *cur = atomic_load_explicit(&n->entry, memory_order_acquire);
+            while (ikey_seq(skiplist_entry_key(cur, NULL)) < seq &&
+                   !atomic_compare_exchange_weak_explicit(&n->entry, &cur, e, memory_order_release,
+                                                          memory_order_acquire)) {
+            }
+            return; /* a fresh node left over from a lost race stays unused in the arena */
+        }
+        if (!fresh) {
+            fresh = (mt_hnode_t *)arena_alloc(m->arena, sizeof *fresh);
+            if (!fresh) { /* readers must not trust an index that misses a key */
+                atomic_store_explicit(&m->index_ok, false, memory_order_release);
+                return;
+            }
+            fresh->hash = h;
+            atomic_init(&fresh->entry, e);
+        }
+        fresh->next = head;
+        if (atomic_compare_exchange_weak_explicit(b, &head, fresh, memory_order_release, memory_order_relaxed))
+            return;
+    }
+}
+
 /* After linking: publish a range tombstone's list node, count the entry. */
 static void mt_account(memtable_t *m, unsigned type, rd_node_t *node) {
     if (node) {
@@ -146,6 +228,7 @@ int memtable_add_hint(memtable_t *m, memtable_hint_t *hint, uint64_t seq, unsign
     TDB_RET(mt_build(m, seq, type, user_key, value, &e, &height, &node));
     if (hint) skiplist_insert_splice(m->list, e, height, &hint->splice);
     else skiplist_insert(m->list, e, height);
+    if (type != KT_RANGE_DELETE) mt_index_add(m, e, seq, user_key);
     mt_account(m, type, node);
     return TDB_OK;
 }
@@ -169,24 +252,45 @@ int memtable_add_sorted(memtable_t *m, const memtable_item_t *items, size_t n) {
                                        &es[built], &hs[built], &rds[built])) == TDB_OK)
         built++;
     skiplist_insert_sorted(m->list, es, hs, built);
-    for (size_t i = 0; i < built; i++) mt_account(m, items[i].type, rds[i]);
+    for (size_t i = 0; i < built; i++) {
+        if (items[i].type != KT_RANGE_DELETE) mt_index_add(m, es[i], items[i].seq, items[i].key);
+        mt_account(m, items[i].type, rds[i]);
+    }
     free(es);
     return rc;
 }
 
-/* One descent to (user_key, snap_seq, KT_SEEK); match on the user key. */
+/* The point index's entry for user_key, then forward to the newest
+ * version <= snap_seq; a descent to (user_key, snap_seq, KT_SEEK) when
+ * there is no index or many newer versions to step over. */
 int memtable_get(memtable_t *m, slice_t user_key, uint64_t snap_seq, unsigned *type, uint64_t *seq,
                  slice_t *value) {
     if (snap_seq > SEQ_MAX) snap_seq = SEQ_MAX;
-    const char *e = skiplist_seek(m->list, user_key, ikey_pack(snap_seq, KT_SEEK));
-    const char *rest;
+    const char *e = NULL, *rest;
     slice_t k;
+    if (atomic_load_explicit(&m->index_ok, memory_order_acquire)) {
+        uint64_t h = mt_hash(user_key);
+        mt_hnode_t *n = mt_index_find(atomic_load_explicit(&m->index[h & m->index_mask],
+                                                           memory_order_acquire),
+                                      h, user_key);
+        if (!n) return 0; /* no point entry of the key (see memtable.h, point index) */
+        e = atomic_load_explicit(&n->entry, memory_order_acquire);
+        for (int steps = 0; e; e = skiplist_next(e)) { /* newer versions, range tombstones */
+            k = skiplist_entry_key(e, &rest);
+            if (!slice_equal(ikey_user(k), user_key)) return 0;
+            if (ikey_seq(k) <= snap_seq && ikey_type(k) != KT_RANGE_DELETE) goto found;
+            if (++steps == MT_INDEX_MAX_STEPS) break; /* descend instead */
+        }
+        if (!e) return 0;
+    }
+    e = skiplist_seek(m->list, user_key, ikey_pack(snap_seq, KT_SEEK));
     for (;; e = skiplist_next(e)) { /* step over range tombstones starting at user_key */
         if (!e) return 0;
         k = skiplist_entry_key(e, &rest);
         if (!slice_equal(ikey_user(k), user_key)) return 0;
         if (ikey_type(k) != KT_RANGE_DELETE) break;
     }
+found:;
     uint64_t t = ikey_trailer(k);
     if (type) *type = (unsigned)(t & 0xff);
     if (seq) *seq = t >> 8;

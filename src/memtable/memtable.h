@@ -8,7 +8,8 @@
  *  - Append-only: an entry, once added, is never changed or removed until
  *    the memtable is freed. Each entry is encoded once in the arena as
  *        varint32 ikey_len | ikey | varint32 value_len | value
- *    directly after its node's links; an add allocates nothing else.
+ *    directly after its node's links; an add allocates nothing else but,
+ *    for the first point entry of a user key, its point-index node.
  *  - (seq, user_key) pairs are unique (the caller guarantees it), so no two
  *    entries have equal internal keys.
  *  - Range tombstones (KT_RANGE_DELETE: user_key = start, value = end,
@@ -18,6 +19,18 @@
  *    one. Each is also linked into a separate append-only list (a lock-free
  *    stack of arena nodes, pushed with a release CAS, read with acquire
  *    loads), so they can be enumerated and checked without scanning points.
+ *
+ *  - Point index: a hash of user keys (fixed bucket array, chains of
+ *    arena nodes pushed with a release CAS) to the newest point entry
+ *    (not range tombstone) of each key. An add links its entry into the
+ *    skip list first, then indexes it (a node's entry only ever moves to a
+ *    higher sequence, by CAS), all before memtable_add returns: an entry
+ *    whose sequence a reader can see (published after the add returned)
+ *    or that a later commit's conflict check must see (run after earlier
+ *    adds returned) is indexed, so memtable_get finds its key with one
+ *    hash probe instead of a descent, and a key with no entry with no
+ *    descent at all. An arena OOM while indexing turns the index off for
+ *    good (lookups descend).
  *
  * Thread-safety
  *  - memtable_add (and _hint with a hint per thread) may be called by many
@@ -57,7 +70,15 @@ extern "C" {
 
 typedef struct memtable memtable_t;
 
-/* A new empty memtable with one reference; NULL on OOM. */
+/* The capacity memtable_create assumes: a column family's default write
+ * buffer in the MariaDB engine. */
+#define MEMTABLE_DEFAULT_CAPACITY ((size_t)4 << 20)
+
+/* A new empty memtable with one reference; NULL on OOM. capacity is the
+ * size it is expected to reach (its write buffer): it sizes the point
+ * index (up to 1 MiB, about 3% of capacity). memtable_create assumes
+ * MEMTABLE_DEFAULT_CAPACITY. */
+memtable_t *memtable_create_sized(size_t capacity);
 memtable_t *memtable_create(void);
 void memtable_ref(memtable_t *m);
 /* Drop a reference; frees the memtable at zero. NULL is ignored. */
@@ -115,12 +136,14 @@ int memtable_add_serial(memtable_t *m, uint64_t seq, unsigned type, slice_t user
  * are treated as SEQ_MAX): returns 1 and fills *type, *seq and *value
  * (pointing into the memtable, valid while the caller holds a reference), or
  * 0 if there is none. Deletions are returned like any entry (by their type);
- * range tombstones are not (see memtable_range_del_seq). One skip-list
- * descent. */
+ * range tombstones are not (see memtable_range_del_seq). One point-index
+ * probe, then a step from the newest version to the one at snap_seq (a
+ * skip-list descent past MT_INDEX_MAX_STEPS newer versions). */
 int memtable_get(memtable_t *m, slice_t user_key, uint64_t snap_seq, unsigned *type, uint64_t *seq,
                  slice_t *value);
 
-/* Bytes reserved by the arena: the flush trigger. */
+/* Bytes reserved by the arena: the flush trigger. The point index's bucket
+ * array (up to 1 MiB, see memtable_create_sized) is not counted. */
 size_t memtable_memory_usage(const memtable_t *m);
 uint64_t memtable_num_entries(const memtable_t *m);
 /* Approximate entries (every version) with user key in [lo, hi) (NULL:
