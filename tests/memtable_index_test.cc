@@ -10,37 +10,18 @@
 #include <thread>
 #include <vector>
 
+#include "memtable_testutil.h"
+
 extern "C" {
 #include "memtable/memtable.h"
 #include "util/error.h"
 #include "util/ikey.h"
 }
 
-namespace {
-
-slice_t Sl(const std::string &s) { return slice_make(s.data(), s.size()); }
-
-// Value derived from the internal key, so every entry can be checked.
-std::string ValueFor(const std::string &user, uint64_t seq) {
-    return "v" + std::to_string(seq) + "/" + user + std::string(seq % 7, 'x');
-}
-
-struct Got {
-    int found;
-    unsigned type;
-    uint64_t seq;
-    std::string value;
-};
-
-Got Get(memtable_t *m, const std::string &user, uint64_t snap) {
-    Got g = {0, 999, 0, ""};
-    slice_t v = slice_make("", 0);
-    g.found = memtable_get(m, Sl(user), snap, &g.type, &g.seq, &v);
-    if (g.found) g.value = std::string(v.data, v.size);
-    return g;
-}
-
-}  // namespace
+using memtable_testutil::Get;
+using memtable_testutil::Got;
+using memtable_testutil::Sl;
+using memtable_testutil::ValueFor;
 
 // The point index (memtable.h): hot keys updated by racing writers keep
 // their newest version indexed, and lookups at older snapshots (also past

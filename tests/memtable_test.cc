@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "memtable_testutil.h"
 #include "testutil.h"
 
 extern "C" {
@@ -24,8 +25,12 @@ extern "C" {
 
 namespace {
 
+using memtable_testutil::Get;
+using memtable_testutil::Got;
+using memtable_testutil::Sl;
+using memtable_testutil::ValueFor;
+
 std::string Str(slice_t s) { return std::string(s.data, s.size); }
-slice_t Sl(const std::string &s) { return slice_make(s.data(), s.size()); }
 
 std::string IKey(const std::string &user, uint64_t seq, unsigned type) {
     buf_t b = {};
@@ -36,26 +41,6 @@ std::string IKey(const std::string &user, uint64_t seq, unsigned type) {
 }
 
 bool IkeyLess(const std::string &a, const std::string &b) { return ikey_compare(Sl(a), Sl(b)) < 0; }
-
-// Value derived from the internal key, so every entry can be checked.
-std::string ValueFor(const std::string &user, uint64_t seq) {
-    return "v" + std::to_string(seq) + "/" + user + std::string(seq % 7, 'x');
-}
-
-struct Got {
-    int found;
-    unsigned type;
-    uint64_t seq;
-    std::string value;
-};
-
-Got Get(memtable_t *m, const std::string &user, uint64_t snap) {
-    Got g = {0, 999, 0, ""};
-    slice_t v = slice_make("", 0);
-    g.found = memtable_get(m, Sl(user), snap, &g.type, &g.seq, &v);
-    if (g.found) g.value = Str(v);
-    return g;
-}
 
 // Every thread's internal keys, in one list sorted by IkeyLess.
 std::vector<std::string> SortedUnion(const std::vector<std::vector<std::string>> &refs) {
