@@ -170,11 +170,12 @@ static mt_hnode_t *mt_index_find(mt_hnode_t *n, uint64_t h, slice_t user_key) {
     return NULL;
 }
 
-/* After linking e (a point entry): make it its key's indexed entry unless
- * a newer version is indexed already. On OOM the key is left out of the
- * index and the memtable stops using it (lookups descend). */
-static void mt_index_add(memtable_t *m, const char *e, uint64_t seq, slice_t user_key) {
-    if (!m->index) return;
+/* After linking e: make a point entry its key's indexed entry unless a
+ * newer version is indexed already (range tombstones are not indexed). On
+ * OOM the key is left out of the index and the memtable stops using it
+ * (lookups descend), and later adds skip it too. */
+static void mt_index_add(memtable_t *m, const char *e, unsigned type, uint64_t seq, slice_t user_key) {
+    if (type == KT_RANGE_DELETE || !atomic_load_explicit(&m->index_ok, memory_order_relaxed)) return;
     uint64_t h = mt_hash(user_key);
     _Atomic(mt_hnode_t *) *b = &m->index[h & m->index_mask];
     mt_hnode_t *fresh = NULL;
@@ -228,7 +229,7 @@ int memtable_add_hint(memtable_t *m, memtable_hint_t *hint, uint64_t seq, unsign
     TDB_RET(mt_build(m, seq, type, user_key, value, &e, &height, &node));
     if (hint) skiplist_insert_splice(m->list, e, height, &hint->splice);
     else skiplist_insert(m->list, e, height);
-    if (type != KT_RANGE_DELETE) mt_index_add(m, e, seq, user_key);
+    mt_index_add(m, e, type, seq, user_key);
     mt_account(m, type, node);
     return TDB_OK;
 }
@@ -253,7 +254,7 @@ int memtable_add_sorted(memtable_t *m, const memtable_item_t *items, size_t n) {
         built++;
     skiplist_insert_sorted(m->list, es, hs, built);
     for (size_t i = 0; i < built; i++) {
-        if (items[i].type != KT_RANGE_DELETE) mt_index_add(m, es[i], items[i].seq, items[i].key);
+        mt_index_add(m, es[i], items[i].type, items[i].seq, items[i].key);
         mt_account(m, items[i].type, rds[i]);
     }
     free(es);
