@@ -170,6 +170,15 @@ static mt_hnode_t *mt_index_find(mt_hnode_t *n, uint64_t h, slice_t user_key) {
     return NULL;
 }
 
+/* Move index node n to e (sequence seq) unless a newer version is indexed
+ * already: concurrent versions of a key race here. */
+static void mt_index_advance(mt_hnode_t *n, const char *e, uint64_t seq) {
+    const char *cur = atomic_load_explicit(&n->entry, memory_order_acquire);
+    while (ikey_seq(skiplist_entry_key(cur, NULL)) < seq &&
+           !atomic_compare_exchange_weak_explicit(&n->entry, &cur, e, memory_order_release, memory_order_acquire)) {
+    }
+}
+
 /* After linking e: make a point entry its key's indexed entry unless a
  * newer version is indexed already (range tombstones are not indexed). On
  * OOM the key is left out of the index and the memtable stops using it
@@ -182,12 +191,8 @@ static void mt_index_add(memtable_t *m, const char *e, unsigned type, uint64_t s
     for (;;) {
         mt_hnode_t *head = atomic_load_explicit(b, memory_order_acquire);
         mt_hnode_t *n = mt_index_find(head, h, user_key);
-        if (n) { /* move it to e if e is newer (concurrent versions race here) */
-            const char *cur = atomic_load_explicit(&n->entry, memory_order_acquire);
-            while (ikey_seq(skiplist_entry_key(cur, NULL)) < seq &&
-                   !atomic_compare_exchange_weak_explicit(&n->entry, &cur, e, memory_order_release,
-                                                          memory_order_acquire)) {
-            }
+        if (n) {
+            mt_index_advance(n, e, seq);
             return; /* a fresh node left over from a lost race stays unused in the arena */
         }
         if (!fresh) {
@@ -203,6 +208,25 @@ static void mt_index_add(memtable_t *m, const char *e, unsigned type, uint64_t s
         if (atomic_compare_exchange_weak_explicit(b, &head, fresh, memory_order_release, memory_order_relaxed))
             return;
     }
+}
+
+/* Link a newer version of an indexed key without a descent: just before
+ * the key's indexed (newest) entry, from that node's predecessor hint
+ * (skiplist_insert_before), then index it. False, nothing linked, when the
+ * key is not indexed, the indexed version is not older, or the node is
+ * taller than one level (three in four are not): the caller descends. */
+static bool mt_link_version(memtable_t *m, char *e, int height, unsigned type, uint64_t seq, slice_t user_key) {
+    if (height != 1 || type == KT_RANGE_DELETE || !atomic_load_explicit(&m->index_ok, memory_order_relaxed))
+        return false;
+    uint64_t h = mt_hash(user_key);
+    mt_hnode_t *n = mt_index_find(atomic_load_explicit(&m->index[h & m->index_mask], memory_order_acquire), h,
+                                  user_key);
+    if (!n) return false;
+    const char *cur = atomic_load_explicit(&n->entry, memory_order_acquire);
+    if (ikey_seq(skiplist_entry_key(cur, NULL)) >= seq || !skiplist_insert_before(m->list, e, height, cur))
+        return false;
+    mt_index_advance(n, e, seq);
+    return true;
 }
 
 /* After linking: publish a range tombstone's list node, count the entry. */
@@ -227,16 +251,18 @@ int memtable_add_hint(memtable_t *m, memtable_hint_t *hint, uint64_t seq, unsign
     int height;
     rd_node_t *node;
     TDB_RET(mt_build(m, seq, type, user_key, value, &e, &height, &node));
-    if (hint) skiplist_insert_splice(m->list, e, height, &hint->splice);
-    else skiplist_insert(m->list, e, height);
-    mt_index_add(m, e, type, seq, user_key);
+    if (!mt_link_version(m, e, height, type, seq, user_key)) {
+        if (hint) skiplist_insert_splice(m->list, e, height, &hint->splice);
+        else skiplist_insert(m->list, e, height);
+        mt_index_add(m, e, type, seq, user_key);
+    }
     mt_account(m, type, node);
     return TDB_OK;
 }
 
 int memtable_add_sorted(memtable_t *m, const memtable_item_t *items, size_t n) {
     if (n == 0) return TDB_OK;
-    char **es = (char **)malloc(n * (sizeof(char *) + sizeof(rd_node_t *) + sizeof(int)));
+    char **es = (char **)malloc(n * (2 * sizeof(char *) + sizeof(rd_node_t *) + 2 * sizeof(int)));
     if (!es) { /* no memory for the arrays: one at a time */
         memtable_hint_t hint;
         memtable_hint_init(&hint);
@@ -246,15 +272,28 @@ int memtable_add_sorted(memtable_t *m, const memtable_item_t *items, size_t n) {
         return TDB_OK;
     }
     rd_node_t **rds = (rd_node_t **)(es + n);
-    int *hs = (int *)(rds + n);
+    char **lane_es = (char **)(rds + n); /* the entries left for the lanes */
+    int *hs = (int *)(lane_es + n);
+    int *lane_hs = hs + n;
     size_t built = 0; /* on failure, the entries before the failed one are linked */
     int rc = TDB_OK;
     while (built < n && (rc = mt_build(m, items[built].seq, items[built].type, items[built].key, items[built].value,
                                        &es[built], &hs[built], &rds[built])) == TDB_OK)
         built++;
-    skiplist_insert_sorted(m->list, es, hs, built);
+    /* New versions of indexed keys link without a descent; the rest go in
+     * as a sorted run (es[i] NULL: linked and indexed already). */
+    size_t nl = 0;
     for (size_t i = 0; i < built; i++) {
-        mt_index_add(m, es[i], items[i].type, items[i].seq, items[i].key);
+        if (mt_link_version(m, es[i], hs[i], items[i].type, items[i].seq, items[i].key)) {
+            es[i] = NULL;
+        } else {
+            lane_es[nl] = es[i];
+            lane_hs[nl++] = hs[i];
+        }
+    }
+    skiplist_insert_sorted(m->list, lane_es, lane_hs, nl);
+    for (size_t i = 0; i < built; i++) {
+        if (es[i]) mt_index_add(m, es[i], items[i].type, items[i].seq, items[i].key);
         mt_account(m, items[i].type, rds[i]);
     }
     free(es);
@@ -458,11 +497,10 @@ static void mt_iter_next(iter_t *it) {
     if (mi->node) mt_iter_set(mi, skiplist_next(mi->node));
 }
 
-/* Preceding entry: search for the last entry < current. */
+/* Preceding entry: from the current node's predecessor hint. */
 static void mt_iter_prev(iter_t *it) {
     mt_iter_t *mi = (mt_iter_t *)it;
-    if (mi->node)
-        mt_iter_set(mi, skiplist_seek_before(mi->m->list, ikey_user(mi->key), ikey_trailer(mi->key)));
+    if (mi->node) mt_iter_set(mi, skiplist_prev(mi->m->list, mi->node));
 }
 
 /* Internal key of the current entry. */

@@ -31,6 +31,10 @@
  *    hash probe instead of a descent, and a key with no entry with no
  *    descent at all. An arena OOM while indexing turns the index off for
  *    good (lookups descend).
+ *  - A newer version of an indexed key whose node has one level (three in
+ *    four) is linked without a descent: just before the indexed entry,
+ *    from that node's predecessor hint (skiplist_insert_before). Any other
+ *    add descends.
  *
  * Thread-safety
  *  - memtable_add (and _hint with a hint per thread) may be called by many

@@ -5,6 +5,7 @@
 #include "memtable/skiplist.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 
 #include "util/coding.h"
 #include "util/error.h"
@@ -19,7 +20,10 @@ struct skiplist {
 };
 
 /* The level-i link of the node whose entry is e. */
-static inline link_t *sl_link(const char *e, int i) { return ((link_t *)(uintptr_t)e) - 2 - i; }
+static inline link_t *sl_link(const char *e, int i) { return ((link_t *)(uintptr_t)e) - 3 - i; }
+
+/* The node's predecessor hint (see skiplist.h, "Predecessor hints"). */
+static inline link_t *sl_prev_slot(const char *e) { return ((link_t *)(uintptr_t)e) - 2; }
 
 /* The node's run-end slot (see skiplist_run_end). */
 static inline link_t *sl_run_slot(const char *e) { return ((link_t *)(uintptr_t)e) - 1; }
@@ -88,12 +92,13 @@ static int sl_random_height(void) {
 
 /* Carve a node of the given height from the arena; returns its entry. */
 static char *sl_new_node(arena_t *a, int height, size_t entry_size) {
-    size_t links = sizeof(link_t) * ((size_t)height + 1); /* + the run-end slot */
+    size_t links = sizeof(link_t) * ((size_t)height + 2); /* + the hint and run-end slots */
     if (entry_size > SIZE_MAX - links) return NULL;
     char *mem = (char *)arena_alloc(a, links + entry_size);
     if (!mem) return NULL;
     char *e = mem + links;
     for (int i = 0; i < height; i++) atomic_init(sl_link(e, i), NULL);
+    atomic_init(sl_prev_slot(e), NULL);
     atomic_init(sl_run_slot(e), e);
     return e;
 }
@@ -197,12 +202,16 @@ static void sl_link_node(char *e, int height, skiplist_splice_t *sp, slice_t use
                 if (succ && slice_equal(ikey_user(skiplist_entry_key(succ, NULL)), user))
                     end = atomic_load_explicit(sl_run_slot(succ), memory_order_relaxed);
                 atomic_store_explicit(sl_run_slot(e), end, memory_order_relaxed);
+                atomic_store_explicit(sl_prev_slot(e), sp->prev[0], memory_order_relaxed);
             }
             atomic_store_explicit(sl_link(e, i), sp->next[i], memory_order_relaxed);
             char *expected = sp->next[i];
             if (atomic_compare_exchange_strong_explicit(sl_link(sp->prev[i], i), &expected, e,
                                                         memory_order_release,
                                                         memory_order_relaxed)) {
+                /* e is its successor's predecessor now (release: a reader
+                 * of the hint sees e's contents). */
+                if (i == 0 && expected) atomic_store_explicit(sl_prev_slot(expected), e, memory_order_release);
                 break;
             }
             /* Someone linked a node after prev[i]: re-find from there. */
@@ -225,6 +234,24 @@ void skiplist_insert_splice(skiplist_t *s, char *e, int height, skiplist_splice_
     int recompute = sl_prepare(s, height, sp, user, trailer);
     if (recompute > 0) sl_recompute(sp, recompute, user, trailer);
     sl_link_node(e, height, sp, user, trailer);
+}
+
+/* Link e just before succ through succ's predecessor hint: a level-0 walk
+ * from the hint, usually one link long, instead of a descent. */
+bool skiplist_insert_before(skiplist_t *s, char *e, int height, const char *succ) {
+    if (height != 1) return false; /* upper levels need a descent */
+    const char *p = atomic_load_explicit(sl_prev_slot(succ), memory_order_acquire);
+    if (!p) return false;
+    slice_t key = skiplist_entry_key(e, NULL);
+    slice_t user = ikey_user(key);
+    uint64_t trailer = ikey_trailer(key);
+    /* p < succ always; it is < e too unless it is a newer version of e's
+     * key linked since (a concurrent writer): then descend. */
+    if (p != s->head && sl_cmp(p, user, trailer) >= 0) return false;
+    skiplist_splice_t sp;
+    sl_find_level(p, 0, user, trailer, succ, &sp.prev[0], &sp.next[0]);
+    sl_link_node(e, 1, &sp, user, trailer);
+    return true;
 }
 
 /* One lane of skiplist_insert_sorted: a run of ascending entries inserted
@@ -377,6 +404,16 @@ const char *skiplist_seek(const skiplist_t *s, slice_t user, uint64_t trailer) {
     char *succ;
     sl_descend(s, user, trailer, &succ);
     return succ;
+}
+
+/* Last entry < e: a level-0 walk from e's predecessor hint. */
+const char *skiplist_prev(const skiplist_t *s, const char *e) {
+    const char *p = atomic_load_explicit(sl_prev_slot(e), memory_order_acquire);
+    slice_t key = skiplist_entry_key(e, NULL);
+    if (!p) return skiplist_seek_before(s, ikey_user(key), ikey_trailer(key)); /* not linked */
+    char *prev, *next;
+    sl_find_level(p, 0, ikey_user(key), ikey_trailer(key), e, &prev, &next);
+    return prev == s->head ? NULL : prev;
 }
 
 /* Last entry < target. */

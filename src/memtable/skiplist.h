@@ -10,10 +10,18 @@
  * guarantees it; equal keys would be inserted in an unspecified order).
  *
  * Node layout (one arena allocation): next[h-1] ... next[1] next[0]
- * run_end entry. A node is identified by its entry pointer; run_end lives
- * just before it at ((atomic pointer *)entry)[-1] and the level-i link at
- * [-2 - i]. h is random (1 + geometric with p = 1/SKIPLIST_BRANCHING), at
- * most SKIPLIST_MAX_HEIGHT.
+ * prev run_end entry. A node is identified by its entry pointer; run_end
+ * lives just before it at ((atomic pointer *)entry)[-1], prev at [-2] and
+ * the level-i link at [-3 - i]. h is random (1 + geometric with
+ * p = 1/SKIPLIST_BRANCHING), at most SKIPLIST_MAX_HEIGHT.
+ *
+ * Predecessor hints. prev is the node most recently linked just before
+ * this one on level 0 (set by whichever of the two links came last), so
+ * outside a race it is the node's level-0 predecessor. It is always a node
+ * < this one (or the head): nodes are never removed, so a node that once
+ * preceded it still does. A level-0 walk from it therefore finds the
+ * exact predecessor, or the place of a key just below the node, in about
+ * one step (skiplist_prev, skiplist_insert_before).
  *
  * Runs. The versions of one user key are adjacent (newest first), and a
  * hot key's run grows with every update. run_end is a node of the same
@@ -46,6 +54,7 @@
 #ifndef TDB_MEMTABLE_SKIPLIST_H
 #define TDB_MEMTABLE_SKIPLIST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -71,6 +80,16 @@ char *skiplist_alloc(skiplist_t *s, size_t entry_size, int *height);
 
 /* Link a filled node into the list. Thread-safe, lock-free. */
 void skiplist_insert(skiplist_t *s, char *entry, int height);
+
+/* Link a filled node just before succ, a linked node known to be greater
+ * than it with nothing in between but, at most, nodes linked
+ * concurrently (e.g. succ is the newest version of the entry's user key),
+ * by a level-0 walk from succ's predecessor hint instead of a descent.
+ * Only a node of height 1 can be linked so (the upper levels need the
+ * descent); returns false, linking nothing, for any other height or when
+ * the hint does not precede the entry (then call skiplist_insert). Correct
+ * whatever lies between, only slower. Thread-safe like skiplist_insert. */
+bool skiplist_insert_before(skiplist_t *s, char *entry, int height, const char *succ);
 
 /* A splice ("finger"): for every level, the nodes that bracketed the last
  * key inserted through it. Inserting keys in ascending order through one
@@ -117,6 +136,8 @@ const char *skiplist_next(const char *entry);
 const char *skiplist_run_end(const char *entry);
 /* First entry >= target. */
 const char *skiplist_seek(const skiplist_t *s, slice_t user, uint64_t trailer);
+/* Last entry < entry (a linked node), from its predecessor hint. */
+const char *skiplist_prev(const skiplist_t *s, const char *entry);
 /* Last entry < target. */
 const char *skiplist_seek_before(const skiplist_t *s, slice_t user, uint64_t trailer);
 
