@@ -12,8 +12,9 @@
  *     (obsolete), the next statement re-fetches it (external_lock).
  *  2. m_last_pk is the encoded primary key of the last row returned;
  *     position() copies it into ref (ref_length = encoded PK length).
- *  3. m_row_buf holds the value of the last row returned: blob columns of
- *     the record point into it until the next read.
+ *  3. m_row_buf holds the value of the last row returned when blob columns
+ *     of the record point into it (until the next read); a scan of a table
+ *     without blobs unpacks straight from the iterator's value.
  *  4. One TxnIter per handler (txn_iter.h); it is closed at the end of each scan
  *     and statement.
  *  5. m_row_lock is the row lock mode of the running statement: EXCLUSIVE

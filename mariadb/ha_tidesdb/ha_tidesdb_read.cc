@@ -81,8 +81,10 @@ int ha_tidesdb::read_row_by_pk(uchar *buf, const uchar *pk, size_t pklen) {
 int ha_tidesdb::row_from_data_entry(uchar *buf, const uchar *key, size_t kl, const uchar *val, size_t vl) {
   if (locking()) return read_row_by_pk(buf, key, kl);
   m_last_locked = false;
-  m_row_buf.assign((const char *)val, vl);
   m_last_pk.assign((const char *)key, kl);
+  /* Without blobs the record keeps no pointer into the value: no copy. */
+  if (!table->s->blob_fields) return row_unpack(table, val, vl, buf, &m_def->rowfmt);
+  m_row_buf.assign((const char *)val, vl);
   return row_unpack(table, (const uchar *)m_row_buf.data(), m_row_buf.size(), buf, &m_def->rowfmt);
 }
 
@@ -111,8 +113,11 @@ int ha_tidesdb::row_from_index_entry(uchar *buf, uint idx, const uchar *ekey, si
   KEY *pk = m_def->hidden_pk ? NULL : &table->key_info[table->s->primary_key];
   size_t need = m_pk_len + ki->key_length + (pk ? pk->key_length : 0);
   if (vl < need) return HA_ERR_CRASHED;
-  m_row_buf.assign((const char *)val, vl); /* blob images point into it */
-  uchar *img = (uchar *)&m_row_buf[0];
+  const uchar *img = val;
+  if (table->s->blob_fields) { /* blob images point into it */
+    m_row_buf.assign((const char *)val, vl);
+    img = (const uchar *)m_row_buf.data();
+  }
   key_restore(buf, img + m_pk_len, ki, ki->key_length);
   if (pk) key_restore(buf, img + m_pk_len + ki->key_length, pk, pk->key_length);
   m_last_pk.assign((const char *)val, m_pk_len);
