@@ -158,9 +158,16 @@ static void find_next_user_entry(tdb_iter_t *it, bool skipping) {
         }
         if (k == 0) {
             buf_clear(&it->saved_key);
-            buf_append(&it->saved_key, uk.data, uk.size);
+            if (buf_append(&it->saved_key, uk.data, uk.size) != TDB_OK) {
+                it->status = TDB_ERR_NOMEM; /* without the key its older versions would show */
+                break;
+            }
             skipping = true;
-            iter_next(it->in);
+            /* Deleted: every older version of the key is hidden too, so
+             * leave them all at once (a queue's deleted head is a long run
+             * of such keys), not by a step and a comparison first. */
+            if (it->in->ops->next_user_key) it->in->ops->next_user_key(it->in, buf_slice(&it->saved_key));
+            else iter_next(it->in);
             continue;
         }
         it->cur_value = v;
