@@ -641,9 +641,11 @@ class PrepareNoSyncTest : public FaultDbFixture {
         EXPECT_EQ(tdb_get_stats(db_, nullptr, &s), TDB_OK);
         return s.wal_syncs;
     }
-    // Power loss, then a reopen of what is left on "disk".
-    void PowerLossReopen() {
+    // Power loss, then a reopen of what is left on "disk"; *env_syncs
+    // (optional) gets EnvSyncs() at the moment of the loss.
+    void PowerLossReopen(uint64_t *env_syncs = nullptr) {
         ASSERT_EQ(fault_env_power_loss(fe_.fe), TDB_OK);
+        if (env_syncs) *env_syncs = EnvSyncs();
         tdb_close(db_); // fails: the "process" is dead
         db_ = nullptr;
         fault_env_revive(fe_.fe);
@@ -671,12 +673,9 @@ TEST_F(PrepareNoSyncTest, PowerLossBeforeSyncLeavesItPrepared) {
         EXPECT_EQ(Visible(i, xid), 2);
         EXPECT_TRUE(Listed().empty());
         bool synced = WalSyncs() != syncs;
-        ASSERT_EQ(fault_env_power_loss(fe_.fe), TDB_OK);
-        synced |= EnvSyncs() != env_syncs; /* also one in the last instant */
-        tdb_close(db_); // fails: the "process" is dead
-        db_ = nullptr;
-        fault_env_revive(fe_.fe);
-        Open();
+        uint64_t env_syncs_at_loss = 0;
+        PowerLossReopen(&env_syncs_at_loss);
+        synced |= env_syncs_at_loss != env_syncs; /* also one in the last instant */
         if (synced) { /* disturbed: the marker may or may not have survived */
             if (Listed().count(xid)) {
                 ASSERT_EQ(tdb_commit_prepared(db_, xid.data(), xid.size()), TDB_OK);

@@ -166,6 +166,7 @@ class ha_tidesdb : public handler {
   bool locking() const { return m_row_lock != ROW_LOCK_NONE; }
   bool verify_index_rows() const;
   int read_row_by_pk(uchar *buf, const uchar *pk, size_t pklen);
+  const uchar *stable_value(const uchar *val, size_t vl);
   int row_from_data_entry(uchar *buf, const uchar *key, size_t kl, const uchar *val, size_t vl);
   int row_from_index_entry(uchar *buf, uint idx, const uchar *ekey, size_t eklen, const uchar *val,
                            size_t vl);

@@ -77,15 +77,21 @@ int ha_tidesdb::read_row_by_pk(uchar *buf, const uchar *pk, size_t pklen) {
   return row_unpack(table, (const uchar *)m_row_buf.data(), m_row_buf.size(), buf, &m_def->rowfmt);
 }
 
+/* The iterator's value to build a row from (invariant 3): the value itself,
+ * or, when the table has blobs, whose record fields will point into it
+ * until the next read, its copy in m_row_buf. */
+const uchar *ha_tidesdb::stable_value(const uchar *val, size_t vl) {
+  if (!table->s->blob_fields) return val;
+  m_row_buf.assign((const char *)val, vl);
+  return (const uchar *)m_row_buf.data();
+}
+
 /* A row from the data family (key = encoded primary key). */
 int ha_tidesdb::row_from_data_entry(uchar *buf, const uchar *key, size_t kl, const uchar *val, size_t vl) {
   if (locking()) return read_row_by_pk(buf, key, kl);
   m_last_locked = false;
   m_last_pk.assign((const char *)key, kl);
-  /* Without blobs the record keeps no pointer into the value: no copy. */
-  if (!table->s->blob_fields) return row_unpack(table, val, vl, buf, &m_def->rowfmt);
-  m_row_buf.assign((const char *)val, vl);
-  return row_unpack(table, (const uchar *)m_row_buf.data(), m_row_buf.size(), buf, &m_def->rowfmt);
+  return row_unpack(table, stable_value(val, vl), vl, buf, &m_def->rowfmt);
 }
 
 /* A row from a secondary-index entry (key ekey, value val): columns from
@@ -113,11 +119,7 @@ int ha_tidesdb::row_from_index_entry(uchar *buf, uint idx, const uchar *ekey, si
   KEY *pk = m_def->hidden_pk ? NULL : &table->key_info[table->s->primary_key];
   size_t need = m_pk_len + ki->key_length + (pk ? pk->key_length : 0);
   if (vl < need) return HA_ERR_CRASHED;
-  const uchar *img = val;
-  if (table->s->blob_fields) { /* blob images point into it */
-    m_row_buf.assign((const char *)val, vl);
-    img = (const uchar *)m_row_buf.data();
-  }
+  const uchar *img = stable_value(val, vl);
   key_restore(buf, img + m_pk_len, ki, ki->key_length);
   if (pk) key_restore(buf, img + m_pk_len + ki->key_length, pk, pk->key_length);
   m_last_pk.assign((const char *)val, m_pk_len);

@@ -180,12 +180,11 @@ static void mt_index_advance(mt_hnode_t *n, const char *e, uint64_t seq) {
 }
 
 /* After linking e: make a point entry its key's indexed entry unless a
- * newer version is indexed already (range tombstones are not indexed). On
- * OOM the key is left out of the index and the memtable stops using it
- * (lookups descend), and later adds skip it too. */
-static void mt_index_add(memtable_t *m, const char *e, unsigned type, uint64_t seq, slice_t user_key) {
+ * newer version is indexed already (range tombstones are not indexed); h
+ * is mt_hash(user_key). On OOM the key is left out of the index and the
+ * memtable stops using it (lookups descend), and later adds skip it too. */
+static void mt_index_add(memtable_t *m, const char *e, unsigned type, uint64_t seq, slice_t user_key, uint64_t h) {
     if (type == KT_RANGE_DELETE || !atomic_load_explicit(&m->index_ok, memory_order_relaxed)) return;
-    uint64_t h = mt_hash(user_key);
     _Atomic(mt_hnode_t *) *b = &m->index[h & m->index_mask];
     mt_hnode_t *fresh = NULL;
     for (;;) {
@@ -212,13 +211,14 @@ static void mt_index_add(memtable_t *m, const char *e, unsigned type, uint64_t s
 
 /* Link a newer version of an indexed key without a descent: just before
  * the key's indexed (newest) entry, from that node's predecessor hint
- * (skiplist_insert_before), then index it. False, nothing linked, when the
+ * (skiplist_insert_before), then index it (h: mt_hash(user_key), which
+ * the caller keeps for mt_index_add otherwise). False, nothing linked, when the
  * key is not indexed, the indexed version is not older, or the node is
  * taller than one level (three in four are not): the caller descends. */
-static bool mt_link_version(memtable_t *m, char *e, int height, unsigned type, uint64_t seq, slice_t user_key) {
+static bool mt_link_version(memtable_t *m, char *e, int height, unsigned type, uint64_t seq, slice_t user_key,
+                            uint64_t h) {
     if (height != 1 || type == KT_RANGE_DELETE || !atomic_load_explicit(&m->index_ok, memory_order_relaxed))
         return false;
-    uint64_t h = mt_hash(user_key);
     mt_hnode_t *n = mt_index_find(atomic_load_explicit(&m->index[h & m->index_mask], memory_order_acquire), h,
                                   user_key);
     if (!n) return false;
@@ -251,10 +251,11 @@ int memtable_add_hint(memtable_t *m, memtable_hint_t *hint, uint64_t seq, unsign
     int height;
     rd_node_t *node;
     TDB_RET(mt_build(m, seq, type, user_key, value, &e, &height, &node));
-    if (!mt_link_version(m, e, height, type, seq, user_key)) {
+    uint64_t h = mt_hash(user_key);
+    if (!mt_link_version(m, e, height, type, seq, user_key, h)) {
         if (hint) skiplist_insert_splice(m->list, e, height, &hint->splice);
         else skiplist_insert(m->list, e, height);
-        mt_index_add(m, e, type, seq, user_key);
+        mt_index_add(m, e, type, seq, user_key, h);
     }
     mt_account(m, type, node);
     return TDB_OK;
@@ -262,7 +263,7 @@ int memtable_add_hint(memtable_t *m, memtable_hint_t *hint, uint64_t seq, unsign
 
 int memtable_add_sorted(memtable_t *m, const memtable_item_t *items, size_t n) {
     if (n == 0) return TDB_OK;
-    char **es = (char **)malloc(n * (2 * sizeof(char *) + sizeof(rd_node_t *) + 2 * sizeof(int)));
+    char **es = (char **)malloc(n * (sizeof(uint64_t) + 2 * sizeof(char *) + sizeof(rd_node_t *) + 2 * sizeof(int)));
     if (!es) { /* no memory for the arrays: one at a time */
         memtable_hint_t hint;
         memtable_hint_init(&hint);
@@ -273,7 +274,8 @@ int memtable_add_sorted(memtable_t *m, const memtable_item_t *items, size_t n) {
     }
     rd_node_t **rds = (rd_node_t **)(es + n);
     char **lane_es = (char **)(rds + n); /* the entries left for the lanes */
-    int *hs = (int *)(lane_es + n);
+    uint64_t *khash = (uint64_t *)(lane_es + n); /* mt_hash of each key */
+    int *hs = (int *)(khash + n);
     int *lane_hs = hs + n;
     size_t built = 0; /* on failure, the entries before the failed one are linked */
     int rc = TDB_OK;
@@ -284,7 +286,8 @@ int memtable_add_sorted(memtable_t *m, const memtable_item_t *items, size_t n) {
      * as a sorted run (es[i] NULL: linked and indexed already). */
     size_t nl = 0;
     for (size_t i = 0; i < built; i++) {
-        if (mt_link_version(m, es[i], hs[i], items[i].type, items[i].seq, items[i].key)) {
+        khash[i] = mt_hash(items[i].key);
+        if (mt_link_version(m, es[i], hs[i], items[i].type, items[i].seq, items[i].key, khash[i])) {
             es[i] = NULL;
         } else {
             lane_es[nl] = es[i];
@@ -293,7 +296,7 @@ int memtable_add_sorted(memtable_t *m, const memtable_item_t *items, size_t n) {
     }
     skiplist_insert_sorted(m->list, lane_es, lane_hs, nl);
     for (size_t i = 0; i < built; i++) {
-        if (es[i]) mt_index_add(m, es[i], items[i].type, items[i].seq, items[i].key);
+        if (es[i]) mt_index_add(m, es[i], items[i].type, items[i].seq, items[i].key, khash[i]);
         mt_account(m, items[i].type, rds[i]);
     }
     free(es);
