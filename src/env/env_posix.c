@@ -27,6 +27,23 @@
  *    by page under the WAL lock.
  *    close() unmaps and truncates the file to the bytes appended;
  *    after a crash the file may end in zeros (reserved, never written).
+ *  - A log file synced about as often as it is appended to (a database
+ *    that syncs every commit) leaves the mapping at its next window
+ *    boundary for good: from then on appends are pwrite() at `size` into
+ *    space written with zeros ahead of them (zero_end >= size, at least
+ *    one window of zeros ahead after each sync), never into fallocate()d
+ *    space. ext4 keeps reserved space as unwritten extents and logs their
+ *    conversion in its journal when data reaches them, so every fdatasync
+ *    into reserved space committed the journal as well; into blocks
+ *    already written it only writes the data (measured with a 2 KiB append
+ *    + fdatasync: 136-165 us reserved and mapped, 96-99 us into zeros with
+ *    pwrite). A store through a mapping into a page the last sync cleaned
+ *    also takes a write fault, so mapped appends stay for logs that are
+ *    rarely synced. Zeros are written from sync(), after the fdatasync,
+ *    so the commit that pays for them is the next one, once per window;
+ *    an append that reaches zero_end writes them itself. Zeroing is
+ *    best-effort: if it fails (out of space), appends grow the file and
+ *    report their own errors. Crash images end in zeros as before.
  *    Nothing else may shrink a log file while a window is mapped, except
  *    after an append failed (the log writer then stops appending).
  *  - Readable files: pread(), and optionally one read-only shared mapping
@@ -54,6 +71,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,13 +89,25 @@ typedef struct posix_file {
     char *map;          /* current window, NULL if none */
     uint64_t map_off;   /* file offset of the window */
     uint64_t alloc_end; /* bytes reserved with fallocate */
+    /* Mapped log files: appends and syncs since the current window was
+     * mapped, to tell a log synced at (nearly) every append. */
+    uint32_t win_appends, win_syncs;
+    /* Log files that left the mapping (see the top of the file). */
+    int zeroed;        /* appends are pwrite() at size */
+    int zero_failed;   /* writing zeros ahead failed once: stop trying */
+    uint64_t zero_end; /* the file holds written zeros (or data) up to here */
     /* Readable files: the read-only mapping, if any. */
     const char *rmap;
     uint64_t rmap_len;
 } posix_file_t;
 
-/* Bytes of a log file mapped at a time (also the fallocate step). */
+/* Bytes of a log file mapped at a time (also the fallocate step, and the
+ * step of the zeros written ahead of a synced log's appends). */
 #define LOG_WINDOW (1u << 20)
+
+/* A mapped log whose last full window saw at least one sync per this many
+ * appends leaves the mapping (TDB_SYNC_FULL syncs every group: ~1). */
+#define LOG_SYNCED_RATIO 4
 
 struct env_lock {
     int fd;
@@ -200,6 +230,14 @@ static int map_window(posix_file_t *f) {
     uint64_t old_off = f->map_off;
     unmap_window(f);
     if (had) (void)sync_file_range(f->fd, (off_t)old_off, LOG_WINDOW, SYNC_FILE_RANGE_WRITE);
+    int synced_log = had && f->win_syncs > 0 && f->win_appends <= (uint64_t)f->win_syncs * LOG_SYNCED_RATIO;
+    f->win_appends = f->win_syncs = 0;
+    if (synced_log && f->size == f->alloc_end) { /* the window is full: nothing reserved past size */
+        f->mapped = 0;
+        f->zeroed = 1;
+        f->zero_end = f->size;
+        return TDB_OK;
+    }
     uint64_t off = f->size - f->size % LOG_WINDOW, end = off + LOG_WINDOW;
     if (end > (uint64_t)INT64_MAX) return tdb_err(TDB_ERR_TOO_LARGE, "write %s: log too large", f->path);
     if (end > f->alloc_end) {
@@ -220,6 +258,61 @@ static int map_window(posix_file_t *f) {
     if (m == MAP_FAILED) return os_err(errno, "mmap", f->path);
     f->map = (char *)m;
     f->map_off = off;
+    return TDB_OK;
+}
+
+/* Write zeros over [f->zero_end, end) (whole pages, so the file's
+ * blocks are written, not reserved) and start their writeback. On
+ * failure zeroing stops for good (zero_failed); the error is not
+ * raised: appends then grow the file and report their own. */
+static void write_zeros_to(posix_file_t *f, uint64_t end) {
+    static const char zeros[64 << 10];
+    enum { NV = 16 };
+    struct iovec iov[NV];
+    for (int i = 0; i < NV; i++) iov[i] = (struct iovec){(void *)zeros, sizeof zeros};
+    uint64_t start = f->zero_end;
+    int saved = errno;
+    while (f->zero_end < end) {
+        uint64_t left = end - f->zero_end;
+        int cnt = 0;
+        size_t want = 0;
+        for (; cnt < NV && want < left; cnt++) {
+            size_t k = left - want < sizeof zeros ? (size_t)(left - want) : sizeof zeros;
+            iov[cnt].iov_len = k;
+            want += k;
+        }
+        ssize_t w = pwritev(f->fd, iov, cnt, (off_t)f->zero_end);
+        for (int i = 0; i < cnt; i++) iov[i].iov_len = sizeof zeros;
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            f->zero_failed = 1;
+            break;
+        }
+        f->zero_end += (uint64_t)w;
+    }
+    if (f->zero_end > start) (void)sync_file_range(f->fd, (off_t)start, (off_t)(f->zero_end - start), SYNC_FILE_RANGE_WRITE);
+    errno = saved;
+}
+
+/* Append to a log file that left the mapping: pwrite() at size, into
+ * zeros written ahead when they are there. */
+static int append_zeroed(posix_file_t *f, const char *p, size_t n) {
+    if (f->size + n > f->zero_end && !f->zero_failed) {
+        uint64_t end = f->size + n + LOG_WINDOW;
+        write_zeros_to(f, end - end % LOG_WINDOW);
+    }
+    while (n > 0) {
+        ssize_t w = pwrite(f->fd, p, n, (off_t)f->size);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return os_err(errno, "write", f->path);
+        }
+        if (w == 0) return tdb_err(TDB_ERR_IO, "write %s: no progress", f->path);
+        p += w;
+        n -= (size_t)w;
+        f->size += (uint64_t)w;
+    }
+    if (f->size > f->zero_end) f->zero_end = f->size;
     return TDB_OK;
 }
 
@@ -245,9 +338,11 @@ static void copy_in_order(char *dst, const char *src, size_t n) {
 
 /* Append to a log file: an in-order copy into the mapped windows. */
 static int append_mapped(posix_file_t *f, const char *p, size_t n) {
+    f->win_appends++;
     while (n > 0) {
         if (!f->map || f->size >= f->map_off + LOG_WINDOW) {
             TDB_RET(map_window(f));
+            if (f->zeroed) return append_zeroed(f, p, n);
             if (!f->mapped) return 1; /* caller continues with write() */
         }
         size_t room = (size_t)(f->map_off + LOG_WINDOW - f->size), k = n < room ? n : room;
@@ -279,6 +374,7 @@ static int px_append(env_file_t *fb, const void *data, size_t n) {
     posix_file_t *f = (posix_file_t *)fb;
     if (!f->writable) return tdb_err(TDB_ERR_INVALID_ARG, "append %s: file not opened for writing", f->path);
     const char *p = (const char *)data;
+    if (f->zeroed) return append_zeroed(f, p, n);
     if (f->mapped) {
         int rc = append_mapped(f, p, n);
         if (rc != 1) return rc; /* 1: fell back to write() before writing anything */
@@ -340,6 +436,13 @@ static int px_map_readable(env_file_t *fb, uint64_t n, const char **out) {
 static int px_sync(env_file_t *fb) {
     posix_file_t *f = (posix_file_t *)fb;
     if (fdatasync(f->fd) != 0) return os_err(errno, "fdatasync", f->path);
+    if (f->mapped) f->win_syncs++;
+    /* Keep a window of zeros ahead of a synced log: written now, synced by
+     * the next sync. */
+    if (f->zeroed && !f->zero_failed && f->zero_end < f->size + LOG_WINDOW) {
+        uint64_t end = f->size + 2 * (uint64_t)LOG_WINDOW;
+        write_zeros_to(f, end - end % LOG_WINDOW);
+    }
     return TDB_OK;
 }
 
@@ -360,7 +463,7 @@ static int px_size(env_file_t *fb, uint64_t *out) {
 static int px_close(env_file_t *fb) {
     posix_file_t *f = (posix_file_t *)fb;
     int rc = TDB_OK;
-    if (f->mapped) { /* give back the reserved space past the last append */
+    if (f->mapped || f->zeroed) { /* give back the reserved space (or zeros) past the last append */
         unmap_window(f);
         struct stat st;
         if (fstat(f->fd, &st) == 0 && (uint64_t)st.st_size > f->size && ftruncate(f->fd, (off_t)f->size) != 0)
