@@ -23,6 +23,11 @@ cd "$(dirname "$0")/.."
 results=()
 passed=0
 failed=0
+# Free space (MiB) on the filesystem of the checkout: printed at the start,
+# and named beside a failed stage when under 1 GiB (a full disk fails
+# builds and servers in ways that look like other faults).
+free_mib() { df -Pk . 2>/dev/null | awk 'NR==2{print int($4/1024)}'; }
+echo "test: $(free_mib) MiB free on the disk of $(pwd)"
 stage() { # name command...
     local name=$1
     shift
@@ -32,7 +37,8 @@ stage() { # name command...
         results+=("$(printf '%-12s ok      %5ss' "$name" $((SECONDS - t0)))")
         passed=$((passed + 1))
     else
-        results+=("$(printf '%-12s FAILED  %5ss' "$name" $((SECONDS - t0)))")
+        local free; free=$(free_mib)
+        results+=("$(printf '%-12s FAILED  %5ss' "$name" $((SECONDS - t0)))$([ -n "$free" ] && [ "$free" -lt 1024 ] && echo " (only $free MiB free on the disk)")")
         failed=$((failed + 1))
     fi
 }
