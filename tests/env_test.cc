@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -39,6 +40,57 @@ void Spit(const std::string &path, const std::string &data) {
 }
 
 bool Contains(const std::string &hay, const std::string &needle) { return hay.find(needle) != std::string::npos; }
+
+// image holds want, then only zeros (a log file's crash image).
+void ExpectAppendedThenZeros(const std::string &image, const std::string &want) {
+    ASSERT_GE(image.size(), want.size());
+    EXPECT_EQ(image.substr(0, want.size()), want);
+    EXPECT_EQ(image.find_first_not_of('\0', want.size()), std::string::npos);
+}
+
+// Runs body in a forked child, which then kills itself with SIGKILL
+// (exits 2 if body returned false); returns once the child is gone.
+void RunInKilledChild(const std::function<bool()> &body) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        if (!body()) _exit(2);
+        kill(getpid(), SIGKILL);
+        _exit(3);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "child exit status " << WEXITSTATUS(status);
+}
+
+// Appends piece to w and to *want; the file's size is then want's.
+void AppendCountingSize(env_file_t *w, const std::string &piece, std::string *want) {
+    ASSERT_EQ(env_append(w, piece.data(), piece.size()), TDB_OK);
+    *want += piece;
+    uint64_t sz = 0;
+    ASSERT_EQ(env_fsize(w, &sz), TDB_OK);
+    EXPECT_EQ(sz, want->size());
+}
+
+// A child appends n records of `size` bytes to a new log at path, syncing
+// after each of the first `synced`, and is killed before closing it: the
+// file holds every record (the page cache outlives the process), then
+// only zeros.
+void CheckKilledLog(env_t *e, const std::string &path, int n, size_t size, int synced) {
+    RunInKilledChild([&] {
+        env_file_t *c = nullptr;
+        if (env_open_log(e, path.c_str(), &c) != TDB_OK) return false;
+        for (int i = 0; i < n; i++) {
+            std::string piece = tdbtest::Value(i, size);
+            if (env_append(c, piece.data(), piece.size()) != TDB_OK) return false;
+            if (i < synced && env_sync(c) != TDB_OK) return false;
+        }
+        return true;
+    });
+    std::string expect;
+    for (int i = 0; i < n; i++) expect += tdbtest::Value(i, size);
+    ExpectAppendedThenZeros(Slurp(path), expect);
+}
 
 }  // namespace
 
@@ -125,43 +177,15 @@ TEST(Env, LogFileAppendsThroughWindowsAndClosesToSize) {
         ASSERT_EQ(env_append(w, piece.data(), piece.size()), TDB_OK);
         want += piece;
     }
-    std::string big = tdbtest::Value(99, (5u << 20) + 123);  // one append spanning windows
-    ASSERT_EQ(env_append(w, big.data(), big.size()), TDB_OK);
-    want += big;
-    uint64_t sz = 0;
-    ASSERT_EQ(env_fsize(w, &sz), TDB_OK);
-    EXPECT_EQ(sz, want.size());
+    AppendCountingSize(w, tdbtest::Value(99, (5u << 20) + 123), &want);  // one append spanning windows
     ASSERT_EQ(env_sync(w), TDB_OK);
-    std::string open_image = Slurp(path);  // a crash image: reserved space reads as zeros
-    ASSERT_GE(open_image.size(), want.size());
-    EXPECT_EQ(open_image.substr(0, want.size()), want);
-    EXPECT_EQ(open_image.find_first_not_of('\0', want.size()), std::string::npos);
+    ExpectAppendedThenZeros(Slurp(path), want);  // a crash image: reserved space reads as zeros
     ASSERT_EQ(env_close(w), TDB_OK);
     EXPECT_EQ(Slurp(path), want);
 
     // Killed without closing: what was appended is there (the page cache
     // outlives the process), then only zeros.
-    std::string path2 = d.file("000002.log");
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        env_file_t *c = nullptr;
-        if (env_open_log(e, path2.c_str(), &c) != TDB_OK) _exit(1);
-        for (int i = 0; i < 5000; i++) {
-            std::string piece = tdbtest::Value(i, 100);
-            if (env_append(c, piece.data(), piece.size()) != TDB_OK) _exit(2);
-        }
-        kill(getpid(), SIGKILL);
-        _exit(3);
-    }
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFSIGNALED(status));
-    std::string crashed = Slurp(path2), expect;
-    for (int i = 0; i < 5000; i++) expect += tdbtest::Value(i, 100);
-    ASSERT_GE(crashed.size(), expect.size());
-    EXPECT_EQ(crashed.substr(0, expect.size()), expect);
-    EXPECT_EQ(crashed.find_first_not_of('\0', expect.size()), std::string::npos);
+    CheckKilledLog(e, d.file("000002.log"), 5000, 100, 0);
 }
 
 // Bytes of the file at path in extents the filesystem reports as
@@ -224,14 +248,8 @@ TEST(Env, SyncedLogAppendsIntoWrittenZeros) {
     EXPECT_EQ(UnwrittenBytes(path), 0);
     std::string image = Slurp(path);
     ASSERT_GT(image.size(), want.size());  // zeros ahead of the appends
-    EXPECT_EQ(image.substr(0, want.size()), want);
-    EXPECT_EQ(image.find_first_not_of('\0', want.size()), std::string::npos);
-    std::string big = tdbtest::Value(7, (3u << 20) + 5);  // past the zeros in one append
-    ASSERT_EQ(env_append(w, big.data(), big.size()), TDB_OK);
-    want += big;
-    uint64_t sz = 0;
-    ASSERT_EQ(env_fsize(w, &sz), TDB_OK);
-    EXPECT_EQ(sz, want.size());
+    ExpectAppendedThenZeros(image, want);
+    AppendCountingSize(w, tdbtest::Value(7, (3u << 20) + 5), &want);  // past the zeros in one append
     ASSERT_EQ(env_sync(w), TDB_OK);
     EXPECT_EQ(UnwrittenBytes(path), 0);
     ASSERT_EQ(env_close(w), TDB_OK);
@@ -239,28 +257,7 @@ TEST(Env, SyncedLogAppendsIntoWrittenZeros) {
 
     // Killed without closing, part-way through the synced phase: the
     // appended bytes, then only zeros.
-    std::string path3 = d.file("000003.log");
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        env_file_t *c = nullptr;
-        if (env_open_log(e, path3.c_str(), &c) != TDB_OK) _exit(1);
-        for (int i = 0; i < 2000; i++) {
-            std::string piece = tdbtest::Value(i, 1200);
-            if (env_append(c, piece.data(), piece.size()) != TDB_OK) _exit(2);
-            if (i < 1500 && env_sync(c) != TDB_OK) _exit(3);
-        }
-        kill(getpid(), SIGKILL);
-        _exit(4);
-    }
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFSIGNALED(status));
-    std::string crashed = Slurp(path3), expect;
-    for (int i = 0; i < 2000; i++) expect += tdbtest::Value(i, 1200);
-    ASSERT_GE(crashed.size(), expect.size());
-    EXPECT_EQ(crashed.substr(0, expect.size()), expect);
-    EXPECT_EQ(crashed.find_first_not_of('\0', expect.size()), std::string::npos);
+    CheckKilledLog(e, d.file("000003.log"), 2000, 1200, 1500);
 }
 
 // Bytes this process has dirtied in the page cache (/proc/self/io

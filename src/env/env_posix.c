@@ -5,8 +5,9 @@
  *  - Every error is raised with tdb_err(tdb_errno_code(errno), ...) and a
  *    detail naming the operation, the path and strerror(errno).
  *  - Writable files: fd opened O_WRONLY|O_CREAT|O_TRUNC; append() is an
- *    unbuffered write() loop (EINTR and short writes retried), so one
- *    append() is one write() syscall whenever the kernel accepts it whole;
+ *    unbuffered pwrite() loop at offset `size` (EINTR and short writes
+ *    retried), so one append() is one system call whenever the kernel
+ *    accepts it whole;
  *    `size` counts bytes appended (including those of a failed append that
  *    reached the file). Used by one thread at a time.
  *  - Log files (open_log): appended through a shared writable mapping of
@@ -219,7 +220,7 @@ static void populate_for(posix_file_t *f, uint64_t from, uint64_t to) {
 
 /* Map the window holding offset f->size, reserving its space first. On
  * a filesystem without fallocate (first window only) the file falls back
- * to write() appends: f->mapped becomes 0 and TDB_OK is returned. */
+ * to plain appends: f->mapped becomes 0 and TDB_OK is returned. */
 static int map_window(posix_file_t *f) {
     /* Start writing the finished window back now (without waiting), so the
      * sync when the log is sealed or synced finds little left to write.
@@ -248,7 +249,7 @@ static int map_window(posix_file_t *f) {
         } while (r != 0 && errno == EINTR);
         if (r != 0) {
             if ((errno == EOPNOTSUPP || errno == ENOSYS) && f->size == 0 && f->alloc_end == 0) {
-                f->mapped = 0; /* nothing written yet: the fd offset is 0 */
+                f->mapped = 0; /* nothing written yet: plain appends start at 0 */
                 return TDB_OK;
             }
             return os_err(errno, "fallocate", f->path);
@@ -295,13 +296,11 @@ static void write_zeros_to(posix_file_t *f, uint64_t end) {
     errno = saved;
 }
 
-/* Append to a log file that left the mapping: pwrite() at size, into
- * zeros written ahead when they are there. */
-static int append_zeroed(posix_file_t *f, const char *p, size_t n) {
-    if (f->size + n > f->zero_end && !f->zero_failed) {
-        uint64_t end = f->size + n + LOG_WINDOW;
-        write_zeros_to(f, end - end % LOG_WINDOW);
-    }
+/* Write n bytes at offset f->size with a pwrite() loop that survives
+ * EINTR and short writes; f->size counts what reached the file. For a
+ * file appended only by this loop the offset is the fd's own, as write()
+ * would use. */
+static int write_at_size(posix_file_t *f, const char *p, size_t n) {
     while (n > 0) {
         ssize_t w = pwrite(f->fd, p, n, (off_t)f->size);
         if (w < 0) {
@@ -313,8 +312,19 @@ static int append_zeroed(posix_file_t *f, const char *p, size_t n) {
         n -= (size_t)w;
         f->size += (uint64_t)w;
     }
-    if (f->size > f->zero_end) f->zero_end = f->size;
     return TDB_OK;
+}
+
+/* Append to a log file that left the mapping: pwrite() at size, into
+ * zeros written ahead when they are there. */
+static int append_zeroed(posix_file_t *f, const char *p, size_t n) {
+    if (f->size + n > f->zero_end && !f->zero_failed) {
+        uint64_t end = f->size + n + LOG_WINDOW;
+        write_zeros_to(f, end - end % LOG_WINDOW);
+    }
+    int rc = write_at_size(f, p, n);
+    if (f->size > f->zero_end) f->zero_end = f->size;
+    return rc;
 }
 
 /* Copy n bytes with stores in address order, so that a process killed
@@ -378,20 +388,9 @@ static int px_append(env_file_t *fb, const void *data, size_t n) {
     if (f->zeroed) return append_zeroed(f, p, n);
     if (f->mapped) {
         int rc = append_mapped(f, p, n);
-        if (rc != 1) return rc; /* 1: fell back to write() before writing anything */
+        if (rc != 1) return rc; /* 1: fell back to plain writes before writing anything */
     }
-    while (n > 0) {
-        ssize_t w = write(f->fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return os_err(errno, "write", f->path);
-        }
-        if (w == 0) return tdb_err(TDB_ERR_IO, "write %s: no progress", f->path);
-        p += w;
-        n -= (size_t)w;
-        f->size += (uint64_t)w;
-    }
-    return TDB_OK;
+    return write_at_size(f, p, n);
 }
 
 /* pread loop: fills buf unless end of file is reached first. */
