@@ -296,6 +296,15 @@ static void write_zeros_to(posix_file_t *f, uint64_t end) {
     errno = saved;
 }
 
+/* A synced log: unless the file holds zeros (or data) up to `need`
+ * already, write zeros up to the window boundary at least one window past
+ * it. */
+static void zeros_past(posix_file_t *f, uint64_t need) {
+    if (!f->zeroed || f->zero_failed || need <= f->zero_end) return;
+    uint64_t end = need + LOG_WINDOW;
+    write_zeros_to(f, end - end % LOG_WINDOW);
+}
+
 /* Write n bytes at offset f->size with a pwrite() loop that survives
  * EINTR and short writes; f->size counts what reached the file. For a
  * file appended only by this loop the offset is the fd's own, as write()
@@ -318,10 +327,7 @@ static int write_at_size(posix_file_t *f, const char *p, size_t n) {
 /* Append to a log file that left the mapping: pwrite() at size, into
  * zeros written ahead when they are there. */
 static int append_zeroed(posix_file_t *f, const char *p, size_t n) {
-    if (f->size + n > f->zero_end && !f->zero_failed) {
-        uint64_t end = f->size + n + LOG_WINDOW;
-        write_zeros_to(f, end - end % LOG_WINDOW);
-    }
+    zeros_past(f, f->size + n);
     int rc = write_at_size(f, p, n);
     if (f->size > f->zero_end) f->zero_end = f->size;
     return rc;
@@ -439,10 +445,7 @@ static int px_sync(env_file_t *fb) {
     if (f->mapped) f->win_syncs++;
     /* Keep a window of zeros ahead of a synced log: written now, synced by
      * the next sync. */
-    if (f->zeroed && !f->zero_failed && f->zero_end < f->size + LOG_WINDOW) {
-        uint64_t end = f->size + 2 * (uint64_t)LOG_WINDOW;
-        write_zeros_to(f, end - end % LOG_WINDOW);
-    }
+    zeros_past(f, f->size + LOG_WINDOW);
     return TDB_OK;
 }
 
