@@ -15,8 +15,8 @@
 #
 # Usage: bash scripts/bench_ceiling.sh [--durability relaxed|durable]
 #          [--workloads "tpcc oltp_insert oltp_write_only ..."] [--out DIR]
-#   about 2 minutes per workload and engine (default: tpcc, oltp_insert,
-#   oltp_write_only, relaxed: 12 minutes). Results: <out>/ceiling.csv and
+#   about 1.5 minutes per workload and engine (default: tpcc, oltp_insert,
+#   oltp_write_only, relaxed: 9 minutes). Results: <out>/ceiling.csv and
 #   <out>/ceiling.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
