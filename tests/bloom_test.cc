@@ -172,7 +172,9 @@ TEST(Bloom, MalformedNeverFalseNegative) {
         int structural_ok = bloom_check(ms) == TDB_OK;
         for (int i = 0; i < n; i += 97) {
             int r = bloom_may_contain(ms, S(tdbtest::Key(i)));
-            if (!structural_ok) ASSERT_EQ(r, 1) << "iter " << iter;
+            if (!structural_ok) {
+                ASSERT_EQ(r, 1) << "iter " << iter;
+            }
             else ASSERT_TRUE(r == 0 || r == 1);
         }
     }

@@ -229,7 +229,9 @@ TEST(Env, SyncedLogAppendsIntoWrittenZeros) {
     for (int i = 0; i < 3000; i++) {
         std::string piece = tdbtest::Value(i, 1000);
         ASSERT_EQ(env_append(w, piece.data(), piece.size()), TDB_OK);
-        if (i % 100 == 99) ASSERT_EQ(env_sync(w), TDB_OK);
+        if (i % 100 == 99) {
+            ASSERT_EQ(env_sync(w), TDB_OK);
+        }
     }
     ASSERT_EQ(env_sync(w), TDB_OK);
     long long rare_unwritten = UnwrittenBytes(rare);

@@ -599,7 +599,9 @@ TEST(IterMerge, IkeysOrdersByInternalKey) {
                    ikey_compare(slice_make(ref[lb].key.data(), ref[lb].key.size()), ts) < 0)
                 lb++;
             ASSERT_EQ(lb < ref.size(), iter_valid(m) != 0);
-            if (lb < ref.size()) ASSERT_EQ(ref[lb].value, Str(iter_value(m))) << "seek " << s;
+            if (lb < ref.size()) {
+                ASSERT_EQ(ref[lb].value, Str(iter_value(m))) << "seek " << s;
+            }
         }
         EXPECT_EQ(TDB_OK, iter_status(m));
         iter_destroy(m);

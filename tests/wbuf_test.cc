@@ -434,8 +434,11 @@ TEST(Wbuf, IteratorSurvivesMutation) {
             std::string user = Str(ikey_user(iter_key(it)));
             std::string val = Str(iter_value(it));
             if (!last.empty()) {
-                if (fwd) EXPECT_GT(user, last);
-                else EXPECT_LT(user, last);
+                if (fwd) {
+                    EXPECT_GT(user, last);
+                } else {
+                    EXPECT_LT(user, last);
+                }
             }
             last = user;
             int n = atoi(user.c_str() + 1);
