@@ -18,12 +18,17 @@ ha_tidesdb::~ha_tidesdb() {
 
 /* ---- capabilities ---- */
 
+/* HA_CAN_ONLINE_BACKUPS: a hot backup takes our tables from a checkpoint
+ * under BACKUP STAGE BLOCK_COMMIT (hot_backup.cc), so BACKUP STAGE FLUSH must
+ * not flush them as non-transactional tables: that waits for every
+ * statement using them, which under a steady load stalled the backup and
+ * the clients' transactions behind it for tens of seconds. */
 handler::Table_flags ha_tidesdb::table_flags() const {
   return HA_BINLOG_ROW_CAPABLE | HA_BINLOG_STMT_CAPABLE | HA_REC_NOT_IN_SEQ | HA_NULL_IN_KEY |
          HA_CAN_INDEX_BLOBS | HA_PRIMARY_KEY_IN_READ_INDEX | HA_PRIMARY_KEY_REQUIRED_FOR_POSITION |
          HA_PRIMARY_KEY_REQUIRED_FOR_DELETE | HA_REQUIRES_KEY_COLUMNS_FOR_DELETE |
          HA_CAN_BIT_FIELD | HA_CAN_GEOMETRY | HA_TABLE_SCAN_ON_INDEX |
-         HA_CAN_VIRTUAL_COLUMNS | HA_CRASH_SAFE | HA_CAN_SKIP_LOCKED;
+         HA_CAN_VIRTUAL_COLUMNS | HA_CRASH_SAFE | HA_CAN_SKIP_LOCKED | HA_CAN_ONLINE_BACKUPS;
 }
 
 ulong ha_tidesdb::index_flags(uint idx, uint part, bool all_parts) const {
