@@ -50,9 +50,12 @@ ensure_sql_harnesses
 ensure_gotpc
 export TIDESQL_ROOT="$PWD"
 
+win=20 # seconds of CPU time and idle time measured per run
+
 # run ENGINE WORKLOAD: one measured run with the observers attached.
 run() {
   local e=$1 w=$2 d="$out/$1-$2" srv="$out/server" mark tp pid
+  fail() { echo "bench_ceiling: $e $w: $*" >&2; return 1; }
   rm -rf "$srv" "$d" && mkdir -p "$d"
   if [ "$w" = tpcc ]; then
     "$SQL_BIN/tpcc" --engines "$e" --durability "$dur" --memory equal --warehouses 2 --build-vu 2 --run-vu 8 \
@@ -67,15 +70,15 @@ run() {
   fi
   tp=$!
   while ! grep -q "$mark" "$d/log" 2>/dev/null; do
-    kill -0 $tp 2>/dev/null || { echo "bench_ceiling: $e $w: the run ended early, see $d/log" >&2; return 1; }
+    kill -0 $tp 2>/dev/null || { fail "the run ended early, see $d/log"; return 1; }
     sleep 1
   done
   sleep 20
-  pid=$(cat "$srv/mysqld.pid" 2>/dev/null) || { echo "bench_ceiling: $e $w: no server pid" >&2; return 1; }
-  vmstat 1 20 >"$d/vmstat" &
-  perf stat -e task-clock -p "$pid" -x, -o "$d/stat" -- sleep 20
+  pid=$(cat "$srv/mysqld.pid" 2>/dev/null) || { fail "no server pid"; return 1; }
+  vmstat 1 $win >"$d/vmstat" &
+  perf stat -e task-clock -p "$pid" -x, -o "$d/stat" -- sleep $win
   perf record -F 299 --call-graph dwarf,16384 -p "$pid" -o "$d/perf.data" -- sleep 12 >/dev/null 2>&1
-  wait $tp || { echo "bench_ceiling: $e $w: the harness failed, see $d/log" >&2; return 1; }
+  wait $tp || { fail "the harness failed, see $d/log"; return 1; }
   local tps cpu_ms idle share
   if [ "$w" = tpcc ]; then
     tps=$(grep -h "TPM (all transactions per minute)" "$d/log" | tail -1 | awk -F'|' '{printf "%.1f", $3 / 60}')
@@ -86,11 +89,11 @@ run() {
   idle=$(awk 'NR > 3 {s += $15 + $16; n++} END {if (n) printf "%.1f", s / n}' "$d/vmstat")
   share=$(python3 scripts/engine_share.py "$d/perf.data" --plugin ha_tidesdb.so) || return 1
   echo "$share" >"$d/share"
-  [ -n "$tps" ] && [ -n "$cpu_ms" ] && [ -n "$idle" ] || { echo "bench_ceiling: $e $w: missing figures" >&2; return 1; }
+  [ -n "$tps" ] && [ -n "$cpu_ms" ] && [ -n "$idle" ] || { fail "missing figures"; return 1; }
   local pct=${share#*engine_pct=}
   pct=${pct%% *}
-  awk -v e="$e" -v w="$w" -v d="$dur" -v tps="$tps" -v ms="$cpu_ms" -v idle="$idle" -v pct="$pct" -v cores="$(nproc)" \
-    'BEGIN {srv = ms * 1000 / 20 / tps; mach = cores * (100 - idle) / 100 * 1e6 / tps;
+  awk -v e="$e" -v w="$w" -v d="$dur" -v tps="$tps" -v ms="$cpu_ms" -v idle="$idle" -v pct="$pct" -v cores="$(nproc)" -v win=$win \
+    'BEGIN {srv = ms * 1000 / win / tps; mach = cores * (100 - idle) / 100 * 1e6 / tps;
             printf "%s,%s,%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", w, e, d, tps, idle, srv, pct, srv * pct / 100, mach}' \
     >>"$out/ceiling.csv"
   rm -rf "$srv"
