@@ -224,6 +224,7 @@ TEST(Checkpoint, TablesAreHardLinksWalsAreCopies) {
     std::string src = dir.file("src"), ck = dir.file("ck");
     tdb_config_t c = SmallConfig(TDB_SYNC_NONE);
     c.default_cf.l1_file_count_trigger = 100;  // only tdb_compact compacts
+    c.l1_idle_file_trigger = 0;
     tdb_t *db = nullptr;
     ASSERT_EQ(tdb_open(src.c_str(), &c, &db), TDB_OK) << tdb_last_error();
     tdb_cf_t *cf = nullptr;

@@ -10,6 +10,9 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
+#include <chrono>
+#include <cstring>
 #include <vector>
 
 #include "testutil.h"
@@ -154,7 +157,7 @@ class CompactionDb : public ::testing::Test {
         int base = ExpectedTargets(st, base_bytes, (uint64_t)cfg_.default_cf.level_size_ratio, target);
         uint64_t total = 0;
         for (int l = 1; l < TDB_MAX_LEVELS; l++) total += st.levels[l].bytes;
-        EXPECT_LT(st.levels[1].files, (uint64_t)cfg_.default_cf.l1_file_count_trigger) << Shape(st);
+        EXPECT_LT(st.levels[1].files, (uint64_t)cfg_.l1_idle_file_trigger) << "idle: at most one level-1 file " << Shape(st);
         for (int l = 2; l < base; l++) EXPECT_EQ(0u, st.levels[l].files) << "above the base " << Shape(st);
         for (int l = base; l < kLast; l++)  // idle: no level is at or over its target
             EXPECT_LT(st.levels[l].bytes, target[l]) << "level " << l << " " << Shape(st);
@@ -233,6 +236,75 @@ TEST_F(CompactionDb, FillSeqMovesInsteadOfRewriting) {
     Close();
     Open();
     ASSERT_NO_FATAL_FAILURE(Verify(version));
+}
+
+// A burst of random writes over a settled tree leaves a few level-1 files
+// (below l1_file_count_trigger), each a sorted run that every seek and scan
+// merges. Once the writes stop (memtables flushed), level 1 compacts on its
+// own at l1_idle_file_trigger files and the tree settles with at most one;
+// with the setting 0 the files stay, as below the plain trigger they did.
+class IdleLevel1 : public CompactionDb {
+  protected:
+    // A load compacted to the bottom, then a burst of random overwrites
+    // (two or three flushes, below the trigger of 4) and tdb_flush.
+    // Returns the shape once the background work alone settled it (idle > 0:
+    // polled up to 30 s, no tdb_wait_idle, which also counts writes as
+    // stopped; idle 0: after tdb_wait_idle).
+    tdb_stats_t Burst(int idle, std::vector<uint64_t> *version) {
+        cfg_.l1_idle_file_trigger = idle;
+        Open();
+        version->assign(kKeys / 4, 0);
+        for (uint64_t i = 0; i < version->size(); i++) Put(i);
+        EXPECT_EQ(TDB_OK, tdb_compact(db_, cf_)) << tdb_last_error();
+        EXPECT_EQ(0u, Stats().levels[1].files) << Shape(Stats());
+        compactions_before_ = Stats().compactions;
+        std::mt19937_64 rng(7);
+        for (uint64_t j = 0; j < 3000; j++) {
+            uint64_t i = rng() % version->size();
+            Put(i, ++(*version)[i]);
+        }
+        EXPECT_EQ(TDB_OK, tdb_flush(db_, cf_)) << tdb_last_error();
+        if (!idle) {
+            EXPECT_EQ(TDB_OK, tdb_wait_idle(db_)) << tdb_last_error();
+        }
+        tdb_stats_t st = Stats();
+        for (int t = 0; t < 300 && idle && (st.levels[1].files >= 2 || st.compactions_pending); t++) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            st = Stats();
+        }
+        return st;
+    }
+    uint64_t compactions_before_ = 0;
+};
+
+TEST_F(IdleLevel1, SettlesToOneFile) {
+    std::vector<uint64_t> version;
+    tdb_stats_t st = Burst(2, &version);
+    EXPECT_LE(st.levels[1].files, 1u) << Shape(st);
+    EXPECT_GT(st.compactions, compactions_before_) << Shape(st);
+    EXPECT_EQ(0u, st.compactions_pending) << Shape(st);
+    ASSERT_NO_FATAL_FAILURE(Verify(version));
+    Close();
+    Open();
+    ASSERT_NO_FATAL_FAILURE(Verify(version));
+}
+
+// With the setting 0 the level-1 files stay, below the plain trigger.
+TEST_F(IdleLevel1, ZeroKeepsThePlainTrigger) {
+    std::vector<uint64_t> version;
+    tdb_stats_t st = Burst(0, &version);
+    EXPECT_GE(st.levels[1].files, 2u) << Shape(st);
+    EXPECT_EQ(st.compactions, compactions_before_) << Shape(st);
+    EXPECT_LT(st.levels[1].files, (uint64_t)cfg_.default_cf.l1_file_count_trigger) << Shape(st);
+    ASSERT_NO_FATAL_FAILURE(Verify(version));
+}
+
+// A negative l1_idle_file_trigger is refused at open.
+TEST_F(CompactionDb, NegativeIdleTriggerIsRefused) {
+    cfg_.l1_idle_file_trigger = -1;
+    EXPECT_EQ(TDB_ERR_INVALID_ARG, tdb_open(dir_.path().c_str(), &cfg_, &db_));
+    EXPECT_EQ(nullptr, db_);
+    EXPECT_NE(nullptr, strstr(tdb_last_error(), "l1_idle_file_trigger")) << tdb_last_error();
 }
 
 TEST_F(CompactionDb, ConcurrentCompactionsWithWritersAndDrop) {

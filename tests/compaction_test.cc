@@ -861,11 +861,12 @@ TEST(CompactionPick, DynamicLevel1IntoBaseAndScores) {
 
 // Level-1 batching: while writes are pending and the base bytes a level-1
 // compaction would rewrite exceed level 1's own, level 1 waits for twice
-// its trigger; with the memtables empty, or a small base, the plain trigger
-// holds.
+// its trigger; with a small base the plain trigger holds, and with the
+// memtables empty (idle) two files are due.
 TEST(CompactionPick, Level1BatchesWhileWritesArePending) {
     compaction_opts_t o = DynOpts();
     o.allow_trivial_move = 0;
+    o.l1_idle_trigger = 2;
     auto build = [](int nl1, uint64_t base_bytes) {
         Shape s;
         for (int i = 0; i < nl1; i++)
@@ -881,7 +882,9 @@ TEST(CompactionPick, Level1BatchesWhileWritesArePending) {
         int writes_pending;
         int trigger;  // expected compaction_l1_trigger
     } cases[] = {
-        {4, 9000, 0, 4},  // writes stopped: plain trigger
+        {4, 9000, 0, 2},  // writes stopped: idle, due at two files
+        {2, 9000, 0, 2},
+        {1, 9000, 0, 2},  // one level-1 file stays when idle
         {4, 9000, 1, 8},  // base 9000 > level 1's 4000: batch
         {7, 9000, 1, 8},
         {8, 9000, 1, 4},  // twice the trigger reached: due at once

@@ -56,6 +56,7 @@ tdb_config_t IterConfig() {
     c.default_cf.value_threshold = 128;
     c.default_cf.block_size = 1024;             // several data blocks per table
     c.default_cf.l1_file_count_trigger = 100;   // keep both tables: the newer one shadows the older
+    c.l1_idle_file_trigger = 0;
     c.default_cf.write_buffer_size = 4 << 20;   // flushes only when asked
     return c;
 }

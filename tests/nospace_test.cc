@@ -629,6 +629,7 @@ TEST_F(NoSpaceTest, CompactionOutOfSpaceKeepsItsInputs) {
     for (fault_op_t op : {FAULT_APPEND, FAULT_SYNC}) {
         SCOPED_TRACE(fault_op_name(op));
         cfg_.default_cf.l1_file_count_trigger = 100;  // only tdb_compact compacts
+        cfg_.l1_idle_file_trigger = 0;
         Reopen(false);
         uint64_t base = op == FAULT_APPEND ? 0 : 10000;
         FlushRounds(base, 4, 100);
@@ -738,6 +739,7 @@ TEST_F(NoSpaceTest, ManifestOutOfSpaceOnFlushIsRetried) {
 // same state retries by itself and finishes once space is back.
 TEST_F(NoSpaceTest, ManifestOutOfSpaceOnCompactionKeepsItsInputs) {
     cfg_.default_cf.l1_file_count_trigger = 100;  // only tdb_compact compacts
+    cfg_.l1_idle_file_trigger = 0;
     Open();
     FlushRounds(0, 4, 100);
     uint64_t files = Level1Files();

@@ -77,7 +77,11 @@ type Options struct {
 	// WriteStallTimeout bounds how long a write waits out back-pressure
 	// before it fails with ErrBusy; 0 = no bound (millisecond resolution).
 	WriteStallTimeout time.Duration
-	MmapReads         bool      // re-read evicted blocks through a read-only mapping
+	MmapReads         bool // re-read evicted blocks through a read-only mapping
+	// L1IdleFileTrigger is the level-1 file count that starts a family's
+	// compaction once its writes stop, if below its L1FileCountTrigger;
+	// 0 = the family's trigger applies then too.
+	L1IdleFileTrigger int
 	DefaultCF         CFOptions // settings of the "default" family
 }
 
@@ -156,6 +160,7 @@ func optionsFromC(c *C.tdb_config_t) Options {
 		UnifiedMemtableSyncMode:        SyncMode(c.unified_memtable_sync_mode),
 		WriteStallTimeout:              time.Duration(c.write_stall_timeout_ms) * time.Millisecond,
 		MmapReads:                      c.mmap_reads != 0,
+		L1IdleFileTrigger:              int(c.l1_idle_file_trigger),
 		DefaultCF:                      cfOptionsFromC(&c.default_cf),
 	}
 }
@@ -177,6 +182,7 @@ func (o *Options) toC(c *C.tdb_config_t) error {
 	c.unified_memtable_sync_mode = C.int(o.UnifiedMemtableSyncMode)
 	c.write_stall_timeout_ms = C.int64_t(o.WriteStallTimeout / time.Millisecond)
 	c.mmap_reads = b2i(o.MmapReads)
+	c.l1_idle_file_trigger = C.int(o.L1IdleFileTrigger)
 	return o.DefaultCF.toC(&c.default_cf)
 }
 

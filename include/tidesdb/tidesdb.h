@@ -180,6 +180,15 @@ typedef struct tdb_config {
                                           are the OS page cache, but count
                                           in the process's RSS. 0: pread
                                           only: 1 */
+    int      l1_idle_file_trigger;     /* level-1 files that start a
+                                          family's compaction once its
+                                          writes stop (memtables empty), if
+                                          fewer than its
+                                          l1_file_count_trigger: level-1
+                                          files overlap, so each one is a
+                                          sorted run every seek and scan
+                                          merges. 0: the family's trigger
+                                          applies idle too: 2 */
     tdb_cf_config_t default_cf;        /* settings of the "default" family */
 } tdb_config_t;
 
@@ -581,8 +590,8 @@ TDB_API int tdb_compact(tdb_t *db, tdb_cf_t *cf);
 TDB_API int tdb_compact_range(tdb_t *db, tdb_cf_t *cf, const void *lo, size_t lolen, const void *hi,
                               size_t hilen);
 /* Wait until no flush or compaction is queued or running and the tree has
- * its idle shape (level 1 below l1_file_count_trigger, which while writes
- * continue may batch up to twice that). Returns TDB_ERR_BUSY at once while
+ * its idle shape (level 1 below l1_idle_file_trigger or, if that is 0 or
+ * larger, below l1_file_count_trigger). Returns TDB_ERR_BUSY at once while
  * background work is paused. */
 TDB_API int tdb_wait_idle(tdb_t *db);
 /* Pause background work (RocksDB's PauseBackgroundWork): waits for running

@@ -39,6 +39,7 @@ void tdb_config_default(tdb_config_t *c) {
     c->unified_memtable_sync_mode = TDB_SYNC_FULL;
     c->write_stall_timeout_ms = 0;
     c->mmap_reads = 1;
+    c->l1_idle_file_trigger = 2;
     tdb_cf_config_default(&c->default_cf);
 }
 
@@ -79,6 +80,8 @@ int db_validate_config(const tdb_config_t *c) {
         return tdb_err(TDB_ERR_INVALID_ARG, "write_stall_timeout_ms must be >= 0 (0 = no bound)");
     if (c->mmap_reads != 0 && c->mmap_reads != 1)
         return tdb_err(TDB_ERR_INVALID_ARG, "mmap_reads must be 0 or 1");
+    if (c->l1_idle_file_trigger < 0)
+        return tdb_err(TDB_ERR_INVALID_ARG, "l1_idle_file_trigger must be >= 0 (0 = the families' own trigger)");
     if (c->unified_memtable) {
         if (c->unified_memtable_write_buffer_size < (64u << 10) ||
             c->unified_memtable_write_buffer_size > ((size_t)16 << 30))
@@ -108,6 +111,7 @@ compaction_opts_t db_compaction_opts(const tdb_cf_t *cf) {
     o.allow_trivial_move = 1;
     /* Data in the memtables will become level-1 files (level-1 batching),
      * unless a caller waits for the tree to settle (tdb_wait_idle). */
+    o.l1_idle_trigger = cf->db->cfg.l1_idle_file_trigger;
     o.writes_pending = !cf->db->settling && (cf->nimm > 0 || (cf->mem.mem && memtable_num_entries(cf->mem.mem) > 0));
     return o;
 }

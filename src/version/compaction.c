@@ -379,7 +379,8 @@ static double size_score(version_t *v, int level, uint64_t target) {
 int compaction_l1_trigger(version_t *v, const compaction_opts_t *o, int base) {
     int trig = o->l1_file_count_trigger > 0 ? o->l1_file_count_trigger : 1;
     int n = version_num_files(v, 1);
-    if (!o->writes_pending || n < trig || n >= 2 * trig) return trig;
+    if (!o->writes_pending) return o->l1_idle_trigger > 0 && o->l1_idle_trigger < trig ? o->l1_idle_trigger : trig;
+    if (n < trig || n >= 2 * trig) return trig;
     uint64_t l1_bytes = 0, base_bytes = 0;
     urange_t r = file_range(version_file(v, 1, 0));
     for (int i = 0; i < n; i++) {

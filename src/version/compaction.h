@@ -26,8 +26,9 @@
  * Scores (compaction_pick, most urgent first). Each is "how far past its
  * trigger", so they compare directly (1.0 = exactly at trigger):
  *  - level 1: file count / its trigger, l1_file_count_trigger or, while
- *    batching (below), twice that (0 while a level-1 compaction runs: at
- *    most one at a time);
+ *    batching (below), twice that, or when idle (below) at most
+ *    l1_idle_trigger (0 while a level-1 compaction runs: at most one at a
+ *    time);
  *  - level L in base..TDB_MAX_LEVELS-2: bytes not already being compacted /
  *    target(L) (the bottom level never pushes down by size);
  *  - the highest score >= 1 that can run wins (ties: the shallower level);
@@ -45,11 +46,18 @@
  * bytes overlapped / level-1 bytes. While writes_pending and that overlap
  * is larger than level 1 itself, level 1 waits for 2 x
  * l1_file_count_trigger files: twice the bytes per base rewrite. Once the
- * memtables are empty (writes stopped and flushed) the plain trigger
- * applies again, so an idle tree settles with fewer than
- * l1_file_count_trigger level-1 files for readers; the db also turns
- * batching off while a caller waits in tdb_wait_idle, whose promise is
- * that idle shape. Back-pressure starts
+ * memtables are empty (writes stopped and flushed), level 1 is idle and
+ * due at l1_idle_trigger files (the db's l1_idle_file_trigger, 2 by
+ * default; 0: the plain trigger), or at l1_file_count_trigger if that is
+ * smaller: by default an idle tree settles with at most one level-1 file
+ * for readers. Level-1 files overlap each other, so every seek and scan
+ * merges each of them with the base level; after a burst of random writes
+ * left two or three of them, range reads paid up to twice the work of a
+ * settled tree (tdb_bench scan100 0.66x LevelDB's, whose reads trigger
+ * compactions that flatten its tree). The cost is at most one extra
+ * base-level rewrite per idle period, done when writes have stopped. The
+ * db also counts writes as stopped while a caller waits in tdb_wait_idle,
+ * whose promise is that idle shape. Back-pressure starts
  * far above either (db/write.c: level 1 at 4x the trigger).
  *
  * Shapes
@@ -138,6 +146,8 @@ typedef struct compaction_opts {
                                 family's memtables hold data, nobody waits
                                 in tdb_wait_idle): level 1 may batch up
                                 (see "Level-1 batching") */
+    int l1_idle_trigger;     /* level-1 files due when writes_pending is 0,
+                                if below l1_file_count_trigger; 0: none */
 } compaction_opts_t;
 
 typedef struct compaction_state compaction_state_t;
@@ -162,7 +172,8 @@ void compaction_state_free(compaction_state_t *s);
 int compaction_state_running(const compaction_state_t *s);
 
 /* Level-1 file count that makes level 1 due under o (l1_file_count_trigger,
- * or twice it while batching; see "Level-1 batching"); base is v's base
+ * twice it while batching, at most l1_idle_trigger when idle; see
+ * "Level-1 batching"); base is v's base
  * level as compaction_level_targets returns it. Caller holds the db mutex
  * or owns v. */
 int compaction_l1_trigger(version_t *v, const compaction_opts_t *o, int base);
