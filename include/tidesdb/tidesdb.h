@@ -181,14 +181,16 @@ typedef struct tdb_config {
                                           in the process's RSS. 0: pread
                                           only: 1 */
     int      l1_idle_file_trigger;     /* level-1 files that start a
-                                          family's compaction once its
-                                          writes stop (memtables empty), if
-                                          fewer than its
-                                          l1_file_count_trigger: level-1
-                                          files overlap, so each one is a
-                                          sorted run every seek and scan
-                                          merges. 0: the family's trigger
-                                          applies idle too: 2 */
+                                          family's compaction once writes
+                                          stop (its memtables empty, no
+                                          write to the database since its
+                                          last memtable switch, or a
+                                          tdb_wait_idle caller), if fewer
+                                          than its l1_file_count_trigger:
+                                          level-1 files overlap, so each
+                                          one is a sorted run every seek
+                                          and scan merges. 0: the family's
+                                          trigger applies idle too: 2 */
     tdb_cf_config_t default_cf;        /* settings of the "default" family */
 } tdb_config_t;
 

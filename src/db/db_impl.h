@@ -210,6 +210,9 @@ struct tdb {
     int bg_flush_running, bg_compact_running;
     int bg_paused;          /* tdb_pause_background count: no new jobs while > 0 */
     int settling;           /* tdb_wait_idle callers: level-1 batching is off while > 0 */
+    uint64_t switch_seq;    /* last_seq when a memtable (any family) was last
+                               switched: equal to last_seq while no write came
+                               since (the idle trigger's "writes stopped") */
     bool shutting_down;
     int bg_error;           /* sticky: first background failure (TDB_OK if none) */
     /* Out of space (not sticky, see invariant 7). */

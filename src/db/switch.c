@@ -331,6 +331,7 @@ int db_switch_memtable(tdb_t *db, tdb_cf_t *cf) {
     }
     cf->imm[cf->nimm++] = cf->mem;
     cf->mem.mem = fresh;
+    db->switch_seq = atomic_load_explicit(&db->last_seq, memory_order_relaxed);
     cf->mem.log_number = db->wal_number;
     fresh = NULL;
     TRY(cf_install_sv(cf));

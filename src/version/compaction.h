@@ -46,19 +46,25 @@
  * bytes overlapped / level-1 bytes. While writes_pending and that overlap
  * is larger than level 1 itself, level 1 waits for 2 x
  * l1_file_count_trigger files: twice the bytes per base rewrite. Once the
- * memtables are empty (writes stopped and flushed), level 1 is idle and
- * due at l1_idle_trigger files (the db's l1_idle_file_trigger, 2 by
- * default; 0: the plain trigger), or at l1_file_count_trigger if that is
- * smaller: by default an idle tree settles with at most one level-1 file
- * for readers. Level-1 files overlap each other, so every seek and scan
- * merges each of them with the base level; after a burst of random writes
- * left two or three of them, range reads paid up to twice the work of a
- * settled tree (tdb_bench scan100 0.66x LevelDB's, whose reads trigger
- * compactions that flatten its tree). The cost is at most one extra
- * base-level rewrite per idle period, done when writes have stopped. The
- * db also counts writes as stopped while a caller waits in tdb_wait_idle,
- * whose promise is that idle shape. Back-pressure starts
- * far above either (db/write.c: level 1 at 4x the trigger).
+ * memtables are empty (writes stopped and flushed) the plain trigger
+ * applies again, and if the whole database took no write since its last
+ * memtable switch (db/config.c passes l1_idle_trigger only then), level 1
+ * is idle and due at l1_idle_trigger files (the db's l1_idle_file_trigger,
+ * 2 by default; 0: the plain trigger), or at l1_file_count_trigger if that
+ * is smaller: by default an idle tree settles with at most one level-1
+ * file for readers. A family whose writes paused while others continue (a
+ * bulk load going table by table) is not idle: merging its level 1 at
+ * every pause added compactions to a TPC-C schema build (38 against 25;
+ * docs/design/version.md). Level-1 files
+ * overlap each other, so every seek and scan merges each of them with the
+ * base level; after a burst of random writes left two or three of them,
+ * range reads paid up to twice the work of a settled tree (tdb_bench
+ * scan100 0.66x LevelDB's, whose reads trigger compactions that flatten
+ * its tree). The cost is at most one extra base-level rewrite per idle
+ * period, done when writes have stopped. The db also counts writes as
+ * stopped while a caller waits in tdb_wait_idle, whose promise is that
+ * idle shape. Back-pressure starts far above either (db/write.c: level 1
+ * at 4x the trigger).
  *
  * Shapes
  *  - A level-1 compaction takes every level-1 file (all or none: taking a
