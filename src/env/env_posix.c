@@ -25,7 +25,11 @@
  *    (sync_file_range), so a later sync waits for one window at most.
  *    The window is faulted in writable ahead of the copies, 64 KiB at a
  *    time (MADV_POPULATE_WRITE, advice only), so appends do not fault page
- *    by page under the WAL lock.
+ *    by page under the WAL lock. An append of LOG_PWRITE_MIN bytes or more
+ *    is one pwrite() at `size` instead (the window stays mapped): for it
+ *    the system call costs less than faulting each page into the mapping
+ *    (read in as zeros, then made writable, later unmapped), and the
+ *    kernel copies in file order, so a kill still leaves a prefix.
  *    close() unmaps and truncates the file to the bytes appended;
  *    after a crash the file may end in zeros (reserved, never written).
  *    Nothing else may shrink a log file while a window is mapped, except
@@ -106,6 +110,9 @@ typedef struct posix_file {
 /* Bytes of a log file mapped at a time (also the fallocate step, and the
  * step of the zeros written ahead of a synced log's appends). */
 #define LOG_WINDOW (1u << 20)
+
+/* Appends of at least this many bytes bypass a log's mapping (pwrite). */
+#define LOG_PWRITE_MIN (64u << 10)
 
 /* A mapped log whose last full window saw at least one sync per this many
  * appends leaves the mapping (TDB_SYNC_FULL syncs every group: ~1). */
@@ -196,8 +203,9 @@ static atomic_int g_populate_ok = 1;
 
 /* Fault in, writable, the LOG_POPULATE-aligned chunks that a copy of the
  * file bytes [from, to) of the current window starts (the chunk holding
- * `from` was faulted in by the copy that reached into it, or is the
- * window's first). Advice only: a refusal leaves the faults to the copy.
+ * `from` was faulted in by the copy that reached into it, is the window's
+ * first, or was written by a pwrite(): its rest then faults in on the
+ * copy). Advice only: a refusal leaves the faults to the copy.
  * A copy into a page not faulted in takes a page fault inside the append,
  * under the WAL lock: every ~32nd small write, and the writer queued behind
  * it, paid 20-40 us. A whole window at once would be fewer calls, but pages
@@ -356,6 +364,7 @@ static void copy_in_order(char *dst, const char *src, size_t n) {
 /* Append to a log file: an in-order copy into the mapped windows. */
 static int append_mapped(posix_file_t *f, const char *p, size_t n) {
     f->win_appends++;
+    if (n >= LOG_PWRITE_MIN) return write_at_size(f, p, n);
     while (n > 0) {
         if (!f->map || f->size >= f->map_off + LOG_WINDOW) {
             TDB_RET(map_window(f));
