@@ -109,8 +109,6 @@ compaction_opts_t db_compaction_opts(const tdb_cf_t *cf) {
      * level (see version/compaction.h). */
     o.dynamic_level_bytes = 1;
     o.allow_trivial_move = 1;
-    /* Data in the memtables will become level-1 files (level-1 batching),
-     * unless a caller waits for the tree to settle (tdb_wait_idle). */
     /* Idle: this family's memtables are empty (writes_pending 0) and the
      * database took no write since its last memtable switch, or a caller
      * waits in tdb_wait_idle. A family left alone while others load (a
@@ -118,6 +116,8 @@ compaction_opts_t db_compaction_opts(const tdb_cf_t *cf) {
     bool quiet = cf->db->settling ||
                  atomic_load_explicit(&cf->db->last_seq, memory_order_relaxed) == cf->db->switch_seq;
     o.l1_idle_trigger = quiet ? cf->db->cfg.l1_idle_file_trigger : 0;
+    /* Data in the memtables will become level-1 files (level-1 batching),
+     * unless a caller waits for the tree to settle (tdb_wait_idle). */
     o.writes_pending = !cf->db->settling && (cf->nimm > 0 || (cf->mem.mem && memtable_num_entries(cf->mem.mem) > 0));
     return o;
 }
