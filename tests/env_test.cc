@@ -488,6 +488,25 @@ TEST(Env, LockTwiceInSameProcessIsLocked) {
     EXPECT_EQ(e->lock_file(e, d.file("no/dir/LOCK").c_str(), &l2), TDB_ERR_NOT_FOUND);
 }
 
+// A held lock file renamed away is still locked under its new name, and a
+// new file at the old path is a different file, locked independently (a
+// checkpoint's staging directory renamed to its target while another
+// checkpoint creates a new staging directory of the same name).
+TEST(Env, LockFollowsTheFileNotItsOldPath) {
+    TempDir d;
+    env_t *e = env_posix();
+    ASSERT_EQ(e->mkdir(e, d.file("staging").c_str()), TDB_OK);
+    env_lock_t *held = nullptr, *fresh = nullptr, *again = nullptr;
+    ASSERT_EQ(e->lock_file(e, d.file("staging/LOCK").c_str(), &held), TDB_OK);
+    ASSERT_EQ(e->rename(e, d.file("staging").c_str(), d.file("target").c_str()), TDB_OK);
+    EXPECT_EQ(e->lock_file(e, d.file("target/LOCK").c_str(), &again), TDB_ERR_LOCKED);
+    ASSERT_EQ(e->mkdir(e, d.file("staging").c_str()), TDB_OK);
+    ASSERT_EQ(e->lock_file(e, d.file("staging/LOCK").c_str(), &fresh), TDB_OK) << tdb_last_error();
+    EXPECT_EQ(e->lock_file(e, d.file("staging/LOCK").c_str(), &again), TDB_ERR_LOCKED);
+    ASSERT_EQ(e->unlock_file(e, fresh), TDB_OK);
+    ASSERT_EQ(e->unlock_file(e, held), TDB_OK);
+}
+
 TEST(Env, LockHeldByForkedChildIsLocked) {
     TempDir d;
     env_t *e = env_posix();

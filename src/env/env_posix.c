@@ -60,7 +60,11 @@
  *  - Locks: g_locks (guarded by g_lock_mu) lists every lock held by this
  *    process, by canonical path and by (device, inode). A second lock of the
  *    same file from this process is refused before flock() is even tried, so
- *    the refusal holds on filesystems where flock() is a no-op. Across
+ *    the refusal holds on filesystems where flock() is a no-op. A held
+ *    file renamed away or removed is no longer the file at its old path: a
+ *    new file there is locked independently (a checkpoint that found its
+ *    staging directory already renamed by the one before it created a new
+ *    one, was refused its lock and left it behind). Across
  *    processes flock(LOCK_EX|LOCK_NB) decides (fcntl() record locks as a
  *    fallback where flock() is unsupported).
  */
@@ -628,12 +632,21 @@ static int os_lock(int fd, const char *path) {
     return 1; /* no lock support: the in-process registry is all we have */
 }
 
+/* Whether held lock h's file is still the one at its canonical path. A
+ * file renamed away or removed while locked (a checkpoint's staging
+ * directory renamed to its target) leaves its name to a different file,
+ * which is not the held one. */
+static int lock_still_at_path(const struct env_lock *h) {
+    struct stat st;
+    return stat(h->canon, &st) == 0 && st.st_dev == h->dev && st.st_ino == h->ino;
+}
+
 /* The registered lock on the same file (by device/inode or canonical path),
  * or NULL. Caller holds g_lock_mu. */
 static struct env_lock *lock_find(int have_id, dev_t dev, ino_t ino, const char *canon) {
     for (struct env_lock *h = g_locks; h; h = h->next) {
         if (have_id && h->dev == dev && h->ino == ino) return h;
-        if (canon && strcmp(h->canon, canon) == 0) return h;
+        if (canon && strcmp(h->canon, canon) == 0 && lock_still_at_path(h)) return h;
     }
     return NULL;
 }
