@@ -6,13 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <string>
 #include <thread>
-#include <chrono>
-#include <cstring>
 #include <vector>
 
 #include "testutil.h"

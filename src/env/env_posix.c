@@ -58,13 +58,14 @@
  *    unmapped at close. Any number of threads may read one handle
  *    concurrently; nothing in the handle is mutated after that.
  *  - Locks: g_locks (guarded by g_lock_mu) lists every lock held by this
- *    process, by canonical path and by (device, inode). A second lock of the
- *    same file from this process is refused before flock() is even tried, so
- *    the refusal holds on filesystems where flock() is a no-op. A held
- *    file renamed away or removed is no longer the file at its old path: a
- *    new file there is locked independently (a checkpoint that found its
- *    staging directory already renamed by the one before it created a new
- *    one, was refused its lock and left it behind). Across
+ *    process by (device, inode): the file, under whatever name. A second
+ *    lock of the same file from this process is refused before flock() is
+ *    even tried, so the refusal holds on filesystems where flock() is a
+ *    no-op. A held file renamed away or removed is no longer the file at its
+ *    old path: a new file there is locked independently (matching by path
+ *    made a checkpoint that found its staging directory already renamed by
+ *    the one before it create a new one, be refused its lock and leave it
+ *    behind). Across
  *    processes flock(LOCK_EX|LOCK_NB) decides (fcntl() record locks as a
  *    fallback where flock() is unsupported).
  */
@@ -127,7 +128,6 @@ struct env_lock {
     dev_t dev;
     ino_t ino;
     char *path;  /* as given by the caller, for messages */
-    char *canon; /* realpath() of the lock file, or a copy of path */
     struct env_lock *next;
 };
 
@@ -632,22 +632,10 @@ static int os_lock(int fd, const char *path) {
     return 1; /* no lock support: the in-process registry is all we have */
 }
 
-/* Whether held lock h's file is still the one at its canonical path. A
- * file renamed away or removed while locked (a checkpoint's staging
- * directory renamed to its target) leaves its name to a different file,
- * which is not the held one. */
-static int lock_still_at_path(const struct env_lock *h) {
-    struct stat st;
-    return stat(h->canon, &st) == 0 && st.st_dev == h->dev && st.st_ino == h->ino;
-}
-
-/* The registered lock on the same file (by device/inode or canonical path),
- * or NULL. Caller holds g_lock_mu. */
-static struct env_lock *lock_find(int have_id, dev_t dev, ino_t ino, const char *canon) {
-    for (struct env_lock *h = g_locks; h; h = h->next) {
-        if (have_id && h->dev == dev && h->ino == ino) return h;
-        if (canon && strcmp(h->canon, canon) == 0 && lock_still_at_path(h)) return h;
-    }
+/* The registered lock on file (dev, ino), or NULL. Caller holds g_lock_mu. */
+static struct env_lock *lock_find(dev_t dev, ino_t ino) {
+    for (struct env_lock *h = g_locks; h; h = h->next)
+        if (h->dev == dev && h->ino == ino) return h;
     return NULL;
 }
 
@@ -667,9 +655,7 @@ static int px_lock_file(env_t *e, const char *path, env_lock_t **out) {
     pthread_mutex_lock(&g_lock_mu);
     /* Refuse a lock this process holds before opening the file: with fcntl()
      * locks, closing any descriptor of the file would drop the held lock. */
-    l->canon = realpath(path, NULL); /* NULL if the file does not exist yet */
-    int have_id = stat(path, &st) == 0;
-    if ((held = lock_find(have_id, st.st_dev, st.st_ino, l->canon)) != NULL)
+    if (stat(path, &st) == 0 && (held = lock_find(st.st_dev, st.st_ino)) != NULL)
         RAISE(TDB_ERR_LOCKED, "lock %s: already held by this process (as %s)", path, held->path);
     l->fd = open_retry(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (l->fd < 0) {
@@ -682,10 +668,7 @@ static int px_lock_file(env_t *e, const char *path, env_lock_t **out) {
     }
     l->dev = st.st_dev;
     l->ino = st.st_ino;
-    if (!l->canon) l->canon = realpath(path, NULL);
-    if (!l->canon) l->canon = strdup(path);
-    if (!l->canon) RAISE(TDB_ERR_NOMEM, "lock %s: out of memory", path);
-    if ((held = lock_find(1, l->dev, l->ino, l->canon)) != NULL)
+    if ((held = lock_find(l->dev, l->ino)) != NULL)
         RAISE(TDB_ERR_LOCKED, "lock %s: already held by this process (as %s)", path, held->path);
     rc = os_lock(l->fd, path);
     if (rc == 1) rc = TDB_OK;
@@ -698,7 +681,6 @@ static int px_lock_file(env_t *e, const char *path, env_lock_t **out) {
 err:
     if (l->fd >= 0) close(l->fd);
     pthread_mutex_unlock(&g_lock_mu);
-    free(l->canon);
     free(l->path);
     free(l);
     return rc;
@@ -719,7 +701,6 @@ static int px_unlock_file(env_t *e, env_lock_t *l) {
      * the mutex so a concurrent relock in this process cannot race it. */
     if (close(l->fd) != 0 && errno != EINTR) rc = os_err(errno, "close lock file", l->path);
     pthread_mutex_unlock(&g_lock_mu);
-    free(l->canon);
     free(l->path);
     free(l);
     return rc;

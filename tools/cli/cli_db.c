@@ -31,10 +31,6 @@ int cli_open(const cli_opts_t *o, int flags, tdb_t **db) {
     tdb_config_t cfg;
     tdb_config_default(&cfg);
     cfg.create_if_missing = create;
-    /* A reading command leaves level 1 as it is: the open's recovery flush
-     * empties the memtables, which would make level 1 idle and due before
-     * the pause below. */
-    if (flags & CLI_OPEN_READ) cfg.l1_idle_file_trigger = 0;
     int rc = tdb_open(o->db, &cfg, db);
     if (rc == TDB_ERR_LOCKED)
         return cli_fail(CLI_ERR,
