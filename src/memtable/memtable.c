@@ -46,6 +46,8 @@ typedef struct mt_hnode {
 /* Versions stepped over from the indexed (newest) one before a lookup
  * at an older snapshot falls back to a skip-list descent. */
 #define MT_INDEX_MAX_STEPS 16
+/* Keys ahead whose buckets a sorted add prefetches. */
+#define MT_INDEX_PREFETCH 8
 
 struct memtable {
     _Atomic int refs;
@@ -285,8 +287,11 @@ int memtable_add_sorted(memtable_t *m, const memtable_item_t *items, size_t n) {
     /* New versions of indexed keys link without a descent; the rest go in
      * as a sorted run (es[i] NULL: linked and indexed already). */
     size_t nl = 0;
+    for (size_t i = 0; i < built; i++) khash[i] = mt_hash(items[i].key);
     for (size_t i = 0; i < built; i++) {
-        khash[i] = mt_hash(items[i].key);
+        /* The buckets are cold (one per key of a 1 MiB array): fetch a few ahead. */
+        if (m->index && i + MT_INDEX_PREFETCH < built)
+            __builtin_prefetch(&m->index[khash[i + MT_INDEX_PREFETCH] & m->index_mask]);
         if (mt_link_version(m, es[i], hs[i], items[i].type, items[i].seq, items[i].key, khash[i])) {
             es[i] = NULL;
         } else {
