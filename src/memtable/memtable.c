@@ -289,7 +289,8 @@ int memtable_add_sorted(memtable_t *m, const memtable_item_t *items, size_t n) {
     size_t nl = 0;
     for (size_t i = 0; i < built; i++) khash[i] = mt_hash(items[i].key);
     for (size_t i = 0; i < built; i++) {
-        /* The buckets are cold (one per key of a 1 MiB array): fetch a few ahead. */
+        /* Each key's bucket is a random slot of an array of up to 1 MiB, so
+         * cold: fetch a few keys ahead. */
         if (m->index && i + MT_INDEX_PREFETCH < built)
             __builtin_prefetch(&m->index[khash[i + MT_INDEX_PREFETCH] & m->index_mask]);
         if (mt_link_version(m, es[i], hs[i], items[i].type, items[i].seq, items[i].key, khash[i])) {
