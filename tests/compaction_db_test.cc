@@ -238,6 +238,77 @@ TEST_F(CompactionDb, FillSeqMovesInsteadOfRewriting) {
     ASSERT_NO_FATAL_FAILURE(Verify(version));
 }
 
+// Two writers filling separate key ranges in order, each side of data
+// already at the bottom (a bulk load with a loader per warehouse): every
+// flush writes one table per writer, and level 1 moves into the bottom's
+// gaps without a rewrite. Without the cut each flush spans the data between
+// the writers and every level-1 compaction merges it.
+TEST_F(CompactionDb, TwoWritersFlushOneTableEachAndMoveIntoTheGaps) {
+    cfg_.default_cf.write_buffer_size = 1 << 20;  // runs of ~3,500 entries
+    Open();
+    auto put = [&](char prefix, uint64_t i) {
+        std::string k = prefix + Key(i), v = Value(i, 100);
+        ASSERT_EQ(TDB_OK, tdb_put(db_, cf_, k.data(), k.size(), v.data(), v.size(), 0)) << tdb_last_error();
+    };
+    const uint64_t mid = 20000, side = 40000;
+    for (uint64_t i = 0; i < mid; i++) put('m', i);
+    ASSERT_EQ(TDB_OK, tdb_compact(db_, cf_)) << tdb_last_error();
+    tdb_stats_t st = Stats();
+    ASSERT_EQ(0u, st.levels[1].files) << Shape(st);
+    const uint64_t rewrites = st.compactions, rewritten = st.compaction_bytes_written;
+    const int moves = ReadLog(dir_.path()).moves;
+    int flushes_before = 0;
+    {
+        std::ifstream log(dir_.path() + "/LOG");
+        for (std::string line; std::getline(log, line);) flushes_before += line.find("flushed memtable of") != std::string::npos;
+    }
+
+    for (uint64_t i = 0; i < side; i++) {
+        put('a', i);
+        put('z', i);
+    }
+    ASSERT_EQ(TDB_OK, tdb_wait_idle(db_)) << tdb_last_error();
+    st = Stats();
+    int two = 0, flushes = 0;
+    std::ifstream in(dir_.path() + "/LOG");
+    for (std::string line; std::getline(in, line);) {
+        if (line.find("flushed memtable of") == std::string::npos) continue;
+        if (++flushes <= flushes_before) continue;
+        two += line.find(": 2 table(s)") != std::string::npos;
+    }
+    flushes -= flushes_before;
+    printf("two writers: %s flushes=%d of two tables=%d compactions=%llu moves=%d\n", Shape(st).c_str(), flushes, two,
+           (unsigned long long)(st.compactions - rewrites), ReadLog(dir_.path()).moves - moves);
+    EXPECT_GT(flushes, 8);
+    EXPECT_GE(two, flushes - 2) << "all but the ends of the load are cut in two";
+    EXPECT_EQ(rewrites, st.compactions) << Shape(st);
+    EXPECT_EQ(rewritten, st.compaction_bytes_written);
+    EXPECT_GT(ReadLog(dir_.path()).moves, moves);
+    EXPECT_LE(st.levels[1].files, 2u) << "idle: at most one run, one flush's two tables " << Shape(st);
+
+    // Every key reads back, in order, after a reopen too.
+    for (int round = 0; round < 2; round++) {
+        tdb_iter_t *it = nullptr;
+        ASSERT_EQ(TDB_OK, tdb_iter_create(db_, cf_, nullptr, &it));
+        uint64_t n = 0;
+        std::string prev;
+        for (tdb_iter_seek_to_first(it); tdb_iter_valid(it); tdb_iter_next(it), n++) {
+            size_t kn = 0, vn = 0;
+            const char *k = (const char *)tdb_iter_key(it, &kn);
+            const char *v = (const char *)tdb_iter_value(it, &vn);
+            std::string key(k, kn);
+            ASSERT_LT(prev, key);
+            ASSERT_EQ(Value(strtoull(key.c_str() + 2, nullptr, 10), 100), std::string(v, vn)) << key;
+            prev = key;
+        }
+        EXPECT_EQ(TDB_OK, tdb_iter_status(it));
+        tdb_iter_destroy(it);
+        EXPECT_EQ(mid + 2 * side, n);
+        Close();
+        Open();
+    }
+}
+
 // A burst of random writes over a settled tree leaves a few level-1 files
 // (below l1_file_count_trigger), each a sorted run that every seek and scan
 // merges. Once the writes stop (memtables flushed), level 1 compacts on its

@@ -137,8 +137,10 @@ typedef struct tdb_cf_config {
                                           apart from key blocks: 512 */
     int      l0_queue_stall_threshold; /* immutable memtables queued before
                                           writers wait: 10 */
-    int      l1_file_count_trigger;    /* level-1 files that start a
-                                          compaction: 4 */
+    int      l1_file_count_trigger;    /* level-1 runs that start a
+                                          compaction (a run: one flush's
+                                          tables, several when its keys
+                                          formed separate runs): 4 */
     int      level_size_ratio;         /* size ratio between levels: 10 */
     double   tombstone_density_trigger;/* tombstone share of a file that
                                           compacts it early: 0.7 */
@@ -180,14 +182,14 @@ typedef struct tdb_config {
                                           are the OS page cache, but count
                                           in the process's RSS. 0: pread
                                           only: 1 */
-    int      l1_idle_file_trigger;     /* level-1 files that start a
+    int      l1_idle_file_trigger;     /* level-1 runs that start a
                                           family's compaction once writes
                                           stop (its memtables empty, no
                                           write to the database since its
                                           last memtable switch, or a
                                           tdb_wait_idle caller), if fewer
                                           than its l1_file_count_trigger:
-                                          level-1 files overlap, so each
+                                          level-1 runs overlap, so each
                                           one is a sorted run every seek
                                           and scan merges. 0: the family's
                                           trigger applies idle too: 2 */
@@ -592,8 +594,8 @@ TDB_API int tdb_compact(tdb_t *db, tdb_cf_t *cf);
 TDB_API int tdb_compact_range(tdb_t *db, tdb_cf_t *cf, const void *lo, size_t lolen, const void *hi,
                               size_t hilen);
 /* Wait until no flush or compaction is queued or running and the tree has
- * its idle shape (level 1 below l1_idle_file_trigger or, if that is 0 or
- * larger, below l1_file_count_trigger). Returns TDB_ERR_BUSY at once while
+ * its idle shape (level-1 runs below l1_idle_file_trigger or, if that is 0
+ * or larger, below l1_file_count_trigger). Returns TDB_ERR_BUSY at once while
  * background work is paused. */
 TDB_API int tdb_wait_idle(tdb_t *db);
 /* Pause background work (RocksDB's PauseBackgroundWork): waits for running

@@ -128,8 +128,15 @@ void db_flush_oldest(tdb_t *db, tdb_cf_t *cf) {
     writer_ctx(db, cf, &ctx, UINT64_MAX);
     ctx.snapshots = snaps;
     ctx.nsnapshots = nsnaps;
+    slice_t cuts[FLUSH_MAX_RUNS - 1]; /* borrowed from slot.mem */
     if (rc == TDB_OK) {
         iter_t *it = memtable_iter(slot.mem);
+        if (it) {
+            /* One table per key run (version/flush_runs.c). */
+            ctx.ncut = flush_run_cuts(it, cuts);
+            ctx.cut_keys = cuts;
+            ctx.cut_every = 1;
+        }
         rc = it ? table_write_from_iter(it, &ctx, 1, &edit) : tdb_err(TDB_ERR_NOMEM, "memtable iterator");
         iter_destroy(it);
     }

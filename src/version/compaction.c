@@ -79,6 +79,20 @@ static int level_overlaps(version_t *v, int level, urange_t r) {
     return 0;
 }
 
+/* The same for a level >= 2 (disjoint files sorted by key), by binary
+ * search: does the first file ending at or after r.lo start by r.hi? */
+static int sorted_level_overlaps(version_t *v, int level, urange_t r) {
+    int lo = 0, hi = version_num_files(v, level);
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (slice_compare(file_range(version_file(v, level, mid)).hi, r.lo) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < version_num_files(v, level) && slice_compare(file_range(version_file(v, level, lo)).lo, r.hi) <= 0;
+}
+
 /* Does c conflict with a compaction registered in s? (rules in compaction.h) */
 static int state_conflicts(const compaction_state_t *s, const compaction_t *c) {
     if (!s) return 0;
@@ -234,6 +248,17 @@ static compaction_t *compaction_new(int level, int output_level, double score) {
     return c;
 }
 
+/* Can level-1 file i of v move into out on its own ("Trivial moves" in
+ * compaction.h)? No tombstone, no overlap with another level-1 file or
+ * with a file of out. */
+static int l1_file_free(version_t *v, int i, int out) {
+    file_meta_t *f = version_file(v, 1, i);
+    if (f->num_deletes || f->num_range_deletes || sorted_level_overlaps(v, out, file_range(f))) return 0;
+    for (int j = 0; j < version_num_files(v, 1); j++)
+        if (j != i && file_overlaps(version_file(v, 1, j), file_range(f))) return 0;
+    return 1;
+}
+
 /* Every file of `level` plus overlaps in `out` (== level: in place); NULL
  * if empty, busy or conflicting. */
 static compaction_t *pick_whole_level(version_t *v, int level, int out, double score, const compaction_opts_t *o,
@@ -244,6 +269,12 @@ static compaction_t *pick_whole_level(version_t *v, int level, int out, double s
         if (version_file(v, level, i)->being_compacted) return NULL;
     compaction_t *c = compaction_new(level, out, score);
     if (!c) return NULL;
+    /* Level-1 files free to move on their own go first, alone: moving them
+     * rewrites nothing, and the rest's union range shrinks. */
+    if (level == 1 && out >= 2 && o && o->allow_trivial_move)
+        for (int i = 0; i < n; i++)
+            if (l1_file_free(v, i, out) && !compaction_push(c, 0, version_file(v, 1, i), n)) goto fail;
+    if (c->nin[0]) return compaction_finish(c, v, o, s);
     urange_t r = file_range(version_file(v, level, 0));
     for (int i = 0; i < n; i++) {
         file_meta_t *f = version_file(v, level, i);
@@ -375,15 +406,38 @@ static double size_score(version_t *v, int level, uint64_t target) {
     return (double)bytes / (double)target;
 }
 
-/* Level-1 files that make level 1 due (rules in compaction.h). */
+/* Level-1 runs (rules in compaction.h): in level-1 order (newest first), a
+ * file joins the current run if its sequence range meets the run's and its
+ * key range meets none of the run's files; otherwise it starts a new run.
+ * The files of one run are pairwise disjoint by key. */
+int compaction_l1_runs(const version_t *v) {
+    int n = version_num_files(v, 1), runs = 0, first = 0;
+    uint64_t run_min = 0;
+    for (int i = 0; i < n; i++) {
+        const file_meta_t *f = version_file(v, 1, i);
+        int join = runs > 0 && f->max_seq >= run_min;
+        for (int j = first; j < i && join; j++)
+            if (file_overlaps(version_file(v, 1, j), file_range(f))) join = 0;
+        if (!join) {
+            runs++;
+            first = i;
+            run_min = f->min_seq;
+        } else if (f->min_seq < run_min) {
+            run_min = f->min_seq;
+        }
+    }
+    return runs;
+}
+
+/* Level-1 runs that make level 1 due (rules in compaction.h). */
 int compaction_l1_trigger(version_t *v, const compaction_opts_t *o, int base) {
     int trig = o->l1_file_count_trigger > 0 ? o->l1_file_count_trigger : 1;
-    int n = version_num_files(v, 1);
+    int n = compaction_l1_runs(v);
     if (!o->writes_pending) return o->l1_idle_trigger > 0 && o->l1_idle_trigger < trig ? o->l1_idle_trigger : trig;
     if (n < trig || n >= 2 * trig) return trig;
     uint64_t l1_bytes = 0, base_bytes = 0;
     urange_t r = file_range(version_file(v, 1, 0));
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < version_num_files(v, 1); i++) {
         range_extend(&r, version_file(v, 1, i));
         l1_bytes += version_file(v, 1, i)->file_size;
     }
@@ -392,14 +446,14 @@ int compaction_l1_trigger(version_t *v, const compaction_opts_t *o, int base) {
     return base_bytes > l1_bytes ? 2 * trig : trig;
 }
 
-/* Level-1 score: files / trigger; 0 while a level-1 compaction runs. */
+/* Level-1 score: runs / trigger; 0 while a level-1 compaction runs. */
 static double l1_score(version_t *v, const compaction_opts_t *o, int base, const compaction_state_t *s) {
     int n = version_num_files(v, 1);
     for (int i = 0; i < n; i++)
         if (version_file(v, 1, i)->being_compacted) return 0; /* one level-1 compaction at a time */
     for (int i = 0; s && i < s->n; i++)
         if (s->run[i]->level == 1) return 0;
-    return (double)n / compaction_l1_trigger(v, o, base);
+    return (double)compaction_l1_runs(v) / compaction_l1_trigger(v, o, base);
 }
 
 /* Tombstone share of f if it qualifies for a density compaction, else 0. */

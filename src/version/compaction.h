@@ -25,10 +25,16 @@
  *
  * Scores (compaction_pick, most urgent first). Each is "how far past its
  * trigger", so they compare directly (1.0 = exactly at trigger):
- *  - level 1: file count / its trigger, l1_file_count_trigger or, while
+ *  - level 1: runs / its trigger, l1_file_count_trigger or, while
  *    batching (below), twice that, or when idle (below) at most
  *    l1_idle_trigger (0 while a level-1 compaction runs: at most one at a
- *    time);
+ *    time). A run is about what one flush wrote (compaction_l1_runs): a
+ *    flush cut at key runs (flush_run_cuts) writes up to FLUSH_MAX_RUNS
+ *    key-disjoint files, and where its writers took turns their sequence
+ *    ranges interleave: they count once, as counting files would make
+ *    level 1 due sooner than its trigger says. Every other flush writes
+ *    one file, whose sequence range meets no other level-1 file's, so
+ *    without cuts runs == files;
  *  - level L in base..TDB_MAX_LEVELS-2: bytes not already being compacted /
  *    target(L) (the bottom level never pushes down by size);
  *  - the highest score >= 1 that can run wins (ties: the shallower level);
@@ -70,7 +76,8 @@
  *  - A level-1 compaction takes every level-1 file (all or none: taking a
  *    newer file without the older ones it overlaps would let an older
  *    version shadow a newer one) plus the base-level files overlapping
- *    their range, into the base level.
+ *    their range, into the base level; or, as a trivial move, only the
+ *    files that overlap nothing (below).
  *  - A level-L (>= 2) compaction takes one file plus its overlaps in L+1,
  *    into L+1: the pickable file with the fewest overlapping L+1 bytes per
  *    byte of its own (RocksDB's kMinOverlappingRatio), ties in key order.
@@ -92,6 +99,16 @@
  * compaction_move records "delete at level, add the same file_meta at
  * output_level" and writes nothing. The file stays referenced
  * throughout, so its obsolete callback does not fire.
+ * Level-1 files free to move on their own (no tombstone, no overlap with
+ * another level-1 file or with a base-level file: writers filling separate
+ * key ranges in order, their flushes cut at key runs) are a level-1
+ * compaction of their own, picked before the rest: they move into the gaps
+ * of the base level as they are, while the rest waits until it is due by
+ * itself. A merge of all of level 1 takes every base-level file
+ * overlapping the union of their ranges, because one output may span the
+ * gap between two inputs; moved first, the free files no longer widen that
+ * union. A file with tombstones merges, so that they meet what they
+ * delete.
  *
  * Concurrency (compaction_state_t). The db keeps one registry per family of
  * the compactions in progress. compaction_pick / compaction_pick_level
@@ -177,12 +194,29 @@ void compaction_state_free(compaction_state_t *s);
 /* Compactions registered in s (0 for NULL). Caller holds the db mutex. */
 int compaction_state_running(const compaction_state_t *s);
 
-/* Level-1 file count that makes level 1 due under o (l1_file_count_trigger,
+/* Level-1 runs that make level 1 due under o (l1_file_count_trigger,
  * twice it while batching, at most l1_idle_trigger when idle; see
  * "Level-1 batching"); base is v's base
  * level as compaction_level_targets returns it. Caller holds the db mutex
  * or owns v. */
 int compaction_l1_trigger(version_t *v, const compaction_opts_t *o, int base);
+/* Runs in v's level 1 (see "Scores"): groups of key-disjoint files whose
+ * sequence ranges meet, each about one flush. Caller holds the db mutex
+ * or owns v. */
+int compaction_l1_runs(const version_t *v);
+
+/* At most this many key runs are told apart in one flush. */
+#define FLUSH_MAX_RUNS 4
+/* (version/flush_runs.c) Where a memtable's keys form separate runs
+ * (writers filling separate key ranges at once), the first user key of
+ * each run after the first, ascending, into cuts[0, FLUSH_MAX_RUNS - 1);
+ * returns how many (0: one run). The runs' borders are the adjacent user
+ * keys with the shortest common prefix, if there are at most
+ * FLUSH_MAX_RUNS - 1 such pairs and each run holds at least
+ * FLUSH_RUN_MIN_ENTRIES entries. The keys
+ * borrow from the iterator's source (a memtable), which must outlive their
+ * use. it is repositioned. */
+int flush_run_cuts(iter_t *it, slice_t cuts[FLUSH_MAX_RUNS - 1]);
 
 /* Target bytes of each level of v under o (0 = no size target: levels 0
  * and 1, levels above the base, or base_level_bytes 0); target[last] is the
@@ -239,6 +273,8 @@ typedef struct table_write_ctx {
      * (compaction_cut_keys); NULL/0 = none. */
     const slice_t *cut_keys;
     int ncut;
+    int cut_every; /* 1: cut at each cut key whatever the output's size (a
+                      flush cut at key runs, flush_run_cuts) */
     uint64_t (*new_file_number)(void *ctx);
     void *ctx;
     const uint64_t *snapshots; /* live snapshot sequences, ascending */

@@ -11,8 +11,9 @@
  *  - Entries of one user key arrive newest first (ikey order), so the first
  *    entry seen in each stripe is that stripe's newest version.
  *  - An output is cut only before the first kept entry of a user key: when
- *    it reached target_file_size, or half of it and one of ctx->cut_keys
- *    lies in (last user key written, this user key].
+ *    it reached target_file_size, or half of it (any size with
+ *    ctx->cut_every) and one of ctx->cut_keys lies in (last user key
+ *    written, this user key].
  *  - Range tombstones come from the caller (compaction: the inputs' range-
  *    deletion blocks, sorted by start) or in-band from the stream
  *    (KT_RANGE_DELETE entries of a memtable iterator). Either way a
@@ -187,7 +188,9 @@ static int pass_cut_keys(tw_t *w, slice_t uk) {
 static int output_full(tw_t *w, slice_t uk) {
     const table_write_ctx_t *ctx = w->ctx;
     int passed = pass_cut_keys(w, uk);
-    if (!w->b || !ctx->target_file_size) return 0;
+    if (!w->b) return 0;
+    if (passed && ctx->cut_every) return 1;
+    if (!ctx->target_file_size) return 0;
     uint64_t size = sst_builder_file_size(w->b);
     return size >= ctx->target_file_size || (passed && size >= ctx->target_file_size / 2);
 }

@@ -16,10 +16,13 @@
  *    its tombstones (sst/range_del.h), so a compaction that moves a
  *    tombstone down takes every next-level file it overlaps as an input,
  *    and a tombstone never lands below older data it must shadow or above
- *    newer data it must not. Level-1 files hold flushed memtables whose
- *    sequence ranges are disjoint and ordered like the files (newest
- *    first). Hence a lookup may stop at the first file (in search order)
- *    holding a point entry of the key or a tombstone covering it.
+ *    newer data it must not. Level-1 files hold flushed memtables: the
+ *    files of different flushes have disjoint sequence ranges, ordered like
+ *    the files (newest first), and the files of one flush (cut at key
+ *    runs, version/flush_runs.c) are disjoint by user key. Hence the
+ *    level-1 files that may hold one user key are ordered newest first, and
+ *    a lookup may stop at the first file (in search order) holding a point
+ *    entry of the key or a tombstone covering it.
  *
  * Invariants
  *  - A version is immutable once version_apply/version_create returns it:
