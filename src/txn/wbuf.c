@@ -6,7 +6,11 @@
  * then the key bytes. Level 0 also has back links (`prev`, NULL for the
  * first node) so iterators step backwards in O(1). The head sentinel is
  * malloc'd once with every level and survives wbuf_clear. The arena is
- * created lazily by the first put after create/clear.
+ * created lazily by the first put after create/clear. Nodes are never
+ * unlinked before wbuf_clear (a rollback only restores their state), so
+ * the last node of each level (tail) changes only when a put links a node
+ * at the end of that level; a put or get past the last node needs no
+ * search (a transaction writing keys in order).
  */
 #include "txn/wbuf.h"
 
@@ -44,6 +48,7 @@ typedef struct wb_undo {
 struct wbuf {
     arena_t *arena; /* NULL while empty after create/clear */
     wb_node_t *head;
+    wb_node_t *tail[WB_MAX_HEIGHT]; /* last node of each level, NULL: none */
     int height;     /* levels in use, 1..WB_MAX_HEIGHT */
     uint64_t rnd;
     wb_undo_t *undo;
@@ -81,6 +86,7 @@ void wbuf_clear(wbuf_t *w) {
     arena_destroy(w->arena);
     w->arena = NULL;
     memset(w->head->next, 0, WB_MAX_HEIGHT * sizeof(wb_node_t *));
+    memset(w->tail, 0, sizeof w->tail);
     w->height = 1;
     w->nundo = 0;
     w->count = 0;
@@ -132,11 +138,12 @@ static wb_node_t *wb_find_lt(const wbuf_t *w, uint32_t cf_id, slice_t key) {
 }
 
 /* Last node, or NULL. */
-static wb_node_t *wb_last(const wbuf_t *w) {
-    wb_node_t *x = w->head;
-    for (int lvl = w->height - 1; lvl >= 0; lvl--)
-        while (x->next[lvl]) x = x->next[lvl];
-    return x == w->head ? NULL : x;
+static wb_node_t *wb_last(const wbuf_t *w) { return w->tail[0]; }
+
+/* Is (cf_id, key) past every node? (A transaction writing keys in order
+ * appends: no search.) */
+static int wb_past_last(const wbuf_t *w, uint32_t cf_id, slice_t key) {
+    return w->tail[0] && wb_cmp(w->tail[0], cf_id, key) < 0;
 }
 
 /* Carve n bytes from the arena, counting them. */
@@ -170,8 +177,11 @@ int wbuf_put(wbuf_t *w, uint32_t cf_id, slice_t key, unsigned type, slice_t valu
         memcpy(p, value.data, value.size);
         v = p;
     }
-    wb_node_t *prevs[WB_MAX_HEIGHT];
-    wb_node_t *n = wb_find_ge(w, cf_id, key, prevs);
+    wb_node_t *prevs[WB_MAX_HEIGHT], *n = NULL;
+    if (wb_past_last(w, cf_id, key))
+        for (int l = 0; l < w->height; l++) prevs[l] = w->tail[l] ? w->tail[l] : w->head;
+    else
+        n = wb_find_ge(w, cf_id, key, prevs);
     wb_undo_t *u = &w->undo[w->nundo];
     if (n && wb_cmp(n, cf_id, key) == 0) {
         u->node = n;
@@ -195,6 +205,7 @@ int wbuf_put(wbuf_t *w, uint32_t cf_id, slice_t key, unsigned type, slice_t valu
         for (int l = 0; l < h; l++) {
             n->next[l] = prevs[l]->next[l];
             prevs[l]->next[l] = n;
+            if (!n->next[l]) w->tail[l] = n;
         }
         n->prev = prevs[0] == w->head ? NULL : prevs[0];
         if (n->next[0]) n->next[0]->prev = n;
@@ -215,6 +226,7 @@ int wbuf_put(wbuf_t *w, uint32_t cf_id, slice_t key, unsigned type, slice_t valu
 
 /* Point lookup of a live entry. */
 int wbuf_get(const wbuf_t *w, uint32_t cf_id, slice_t key, unsigned *type, slice_t *value) {
+    if (wb_past_last(w, cf_id, key)) return 0;
     const wb_node_t *n = wb_find_ge(w, cf_id, key, NULL);
     if (!n || !n->present || wb_cmp(n, cf_id, key) != 0) return 0;
     if (type) *type = n->type;
