@@ -111,14 +111,14 @@ TEST(CompactionPick, Level1CountsRunsNotFiles) {
     };
     Shape s = three();
     version_t *v = s.Build();
-    EXPECT_EQ(3, compaction_l1_runs(v));
+    EXPECT_EQ(3, version_l1_runs(v));
     EXPECT_EQ(nullptr, compaction_pick(v, &o, nullptr));  // 6 files, 3 runs < 4
     version_unref(v);
 
     s = three();
     s.files.push_back({1, Flushed(7, "b", "e", 91, 100)});
     v = s.Build();
-    EXPECT_EQ(4, compaction_l1_runs(v));
+    EXPECT_EQ(4, version_l1_runs(v));
     compaction_t *c = compaction_pick(v, &o, nullptr);
     ASSERT_NE(nullptr, c);
     EXPECT_EQ(1, c->level);
@@ -132,7 +132,7 @@ TEST(CompactionPick, Level1CountsRunsNotFiles) {
     s.files = {{1, Flushed(1, "a", "c", 1, 30)}, {1, Flushed(2, "b", "d", 2, 29)},
                {1, Flushed(3, "x", "y", 31, 40)}, {1, Flushed(4, "e", "f", 41, 50)}};
     v = s.Build();
-    EXPECT_EQ(4, compaction_l1_runs(v));
+    EXPECT_EQ(4, version_l1_runs(v));
     version_unref(v);
 }
 
@@ -168,7 +168,7 @@ TEST(CompactionPick, Level1MovesIntoTheBaseLevelsGaps) {
     };
     const std::vector<uint64_t> all = {1, 2, 3, 4, 5, 6, 7, 8};
     pick(shape("d0", 0, false), [&](version_t *v, compaction_t *c) {
-        EXPECT_EQ(4, compaction_l1_runs(v));
+        EXPECT_EQ(4, version_l1_runs(v));
         EXPECT_EQ(kLast, c->output_level);
         EXPECT_EQ(all, Inputs(c, 0));
         EXPECT_EQ(0, c->nin[1]);  // f..g lies between d... and h... but overlaps neither

@@ -168,7 +168,7 @@ static void add_cf_stats(tdb_cf_t *cf, tdb_stats_t *s) {
     compaction_opts_t o = db_compaction_opts(cf);
     uint64_t target[TDB_MAX_LEVELS];
     int base = compaction_level_targets(cf->current, &o, target);
-    if (compaction_l1_runs(cf->current) >= compaction_l1_trigger(cf->current, &o, base)) s->compactions_pending++;
+    if (version_l1_runs(cf->current) >= compaction_l1_trigger(cf->current, &o, base)) s->compactions_pending++;
     for (int l = 2; l < TDB_MAX_LEVELS - 1; l++)
         if (target[l] && version_level_bytes(cf->current, l) > target[l]) s->compactions_pending++;
 }

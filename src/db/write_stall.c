@@ -30,8 +30,8 @@ static void wait_done(tdb_t *db, uint64_t us) { db_cond_wait_us(&db->done_cv, &d
 static double cf_pressure(const tdb_cf_t *cf) {
     double q = (double)cf->nimm / (double)cf->cfg.l0_queue_stall_threshold;
     /* Level 1 is allowed to run behind to 8x its trigger (in runs,
-     * compaction_l1_runs) before writes stop. */
-    double l1 = (double)compaction_l1_runs(cf->current) / (8.0 * cf->cfg.l1_file_count_trigger);
+     * version_l1_runs) before writes stop. */
+    double l1 = (double)version_l1_runs(cf->current) / (8.0 * cf->cfg.l1_file_count_trigger);
     return q > l1 ? q : l1;
 }
 

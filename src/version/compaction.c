@@ -406,33 +406,10 @@ static double size_score(version_t *v, int level, uint64_t target) {
     return (double)bytes / (double)target;
 }
 
-/* Level-1 runs (rules in compaction.h): in level-1 order (newest first), a
- * file joins the current run if its sequence range meets the run's and its
- * key range meets none of the run's files; otherwise it starts a new run.
- * The files of one run are pairwise disjoint by key. */
-int compaction_l1_runs(const version_t *v) {
-    int n = version_num_files(v, 1), runs = 0, first = 0;
-    uint64_t run_min = 0;
-    for (int i = 0; i < n; i++) {
-        const file_meta_t *f = version_file(v, 1, i);
-        int join = runs > 0 && f->max_seq >= run_min;
-        for (int j = first; j < i && join; j++)
-            if (file_overlaps(version_file(v, 1, j), file_range(f))) join = 0;
-        if (!join) {
-            runs++;
-            first = i;
-            run_min = f->min_seq;
-        } else if (f->min_seq < run_min) {
-            run_min = f->min_seq;
-        }
-    }
-    return runs;
-}
-
 /* Level-1 runs that make level 1 due (rules in compaction.h). */
 int compaction_l1_trigger(version_t *v, const compaction_opts_t *o, int base) {
     int trig = o->l1_file_count_trigger > 0 ? o->l1_file_count_trigger : 1;
-    int n = compaction_l1_runs(v);
+    int n = version_l1_runs(v);
     if (!o->writes_pending) return o->l1_idle_trigger > 0 && o->l1_idle_trigger < trig ? o->l1_idle_trigger : trig;
     if (n < trig || n >= 2 * trig) return trig;
     uint64_t l1_bytes = 0, base_bytes = 0;
@@ -453,7 +430,7 @@ static double l1_score(version_t *v, const compaction_opts_t *o, int base, const
         if (version_file(v, 1, i)->being_compacted) return 0; /* one level-1 compaction at a time */
     for (int i = 0; s && i < s->n; i++)
         if (s->run[i]->level == 1) return 0;
-    return (double)compaction_l1_runs(v) / compaction_l1_trigger(v, o, base);
+    return (double)version_l1_runs(v) / compaction_l1_trigger(v, o, base);
 }
 
 /* Tombstone share of f if it qualifies for a density compaction, else 0. */

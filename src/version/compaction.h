@@ -28,7 +28,7 @@
  *  - level 1: runs / its trigger, l1_file_count_trigger or, while
  *    batching (below), twice that, or when idle (below) at most
  *    l1_idle_trigger (0 while a level-1 compaction runs: at most one at a
- *    time). A run is about what one flush wrote (compaction_l1_runs): a
+ *    time). A run is about what one flush wrote (version_l1_runs): a
  *    flush cut at key runs (flush_run_cuts) writes up to FLUSH_MAX_RUNS
  *    key-disjoint files, and where its writers took turns their sequence
  *    ranges interleave: they count once, as counting files would make
@@ -200,10 +200,6 @@ int compaction_state_running(const compaction_state_t *s);
  * level as compaction_level_targets returns it. Caller holds the db mutex
  * or owns v. */
 int compaction_l1_trigger(version_t *v, const compaction_opts_t *o, int base);
-/* Runs in v's level 1 (see "Scores"): groups of key-disjoint files whose
- * sequence ranges meet, each about one flush. Caller holds the db mutex
- * or owns v. */
-int compaction_l1_runs(const version_t *v);
 
 /* At most this many key runs are told apart in one flush. */
 #define FLUSH_MAX_RUNS 4

@@ -18,7 +18,7 @@
  * Runs written one after the other are cut too: a writer that went on from
  * one range to another may come back to the first (a loader between
  * tables), and its next keys would fall inside a table spanning both. Such
- * a flush counts as one level-1 run per table (compaction_l1_runs tells the
+ * a flush counts as one level-1 run per table (version_l1_runs tells the
  * tables of one flush apart from other flushes only by sequences that
  * interleave), so level 1 is due sooner; but its tables seldom overlap
  * anything, and then level 1 moves them down without a rewrite.

@@ -18,6 +18,7 @@ struct version {
     file_meta_t **files[TDB_MAX_LEVELS];
     uint64_t bytes[TDB_MAX_LEVELS];
     int n_rd_files; /* files with num_range_deletes > 0 (set by version_apply) */
+    int l1_runs;    /* version_l1_runs (set by version_apply) */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -116,6 +117,8 @@ file_meta_t *version_file(const version_t *v, int level, int i) {
 }
 
 /* Sum of file sizes at level. */
+int version_l1_runs(const version_t *v) { return v->l1_runs; }
+
 uint64_t version_level_bytes(const version_t *v, int level) {
     if (level < 1 || level >= TDB_MAX_LEVELS) return 0;
     return v->bytes[level];
@@ -226,6 +229,34 @@ static int u64_cmp(const void *a, const void *b) {
     return x < y ? -1 : (x > y);
 }
 
+/* Do a and b share a user key? */
+static int files_overlap(const file_meta_t *a, const file_meta_t *b) {
+    return slice_compare(ikey_user(buf_slice(&a->largest)), ikey_user(buf_slice(&b->smallest))) >= 0 &&
+           slice_compare(ikey_user(buf_slice(&a->smallest)), ikey_user(buf_slice(&b->largest))) <= 0;
+}
+
+/* Level-1 runs of v (version.h), its level 1 in order: a file joins the
+ * current run if its sequence range meets the run's and its keys meet none
+ * of the run's files; otherwise it starts a new run. */
+static int count_l1_runs(const version_t *v) {
+    int runs = 0, first = 0;
+    uint64_t run_min = 0;
+    for (int i = 0; i < v->n[1]; i++) {
+        const file_meta_t *f = v->files[1][i];
+        int join = runs > 0 && f->max_seq >= run_min;
+        for (int j = first; j < i && join; j++)
+            if (files_overlap(v->files[1][j], f)) join = 0;
+        if (!join) {
+            runs++;
+            first = i;
+            run_min = f->min_seq;
+        } else if (f->min_seq < run_min) {
+            run_min = f->min_seq;
+        }
+    }
+    return runs;
+}
+
 /* Build base + edit into a new version. */
 int version_apply(const version_t *base, const version_edit_t *e, version_t **out) {
     int rc = TDB_OK;
@@ -313,6 +344,7 @@ int version_apply(const version_t *base, const version_edit_t *e, version_t **ou
 
     /* Level order and the disjointness of levels >= 2. */
     if (v->n[1] > 1) qsort(v->files[1], (size_t)v->n[1], sizeof(file_meta_t *), l1_cmp);
+    v->l1_runs = count_l1_runs(v);
     for (int l = 2; l < TDB_MAX_LEVELS; l++) {
         if (v->n[l] > 1) qsort(v->files[l], (size_t)v->n[l], sizeof(file_meta_t *), lk_cmp);
         for (int i = 1; i < v->n[l]; i++) {

@@ -96,6 +96,12 @@ int version_num_files(const version_t *v, int level);
 /* i-th file of `level` in level order (borrowed; valid while v is). */
 file_meta_t *version_file(const version_t *v, int level, int i);
 uint64_t version_level_bytes(const version_t *v, int level);
+/* Level-1 runs, about one per flush: groups of key-disjoint level-1 files
+ * whose sequence ranges meet (the tables of one flush cut at key runs,
+ * version/flush_runs.c); without such flushes, the level's file count.
+ * Counted once, when the version is built. Level 1 is due by runs
+ * (version/compaction.h, "Scores"). */
+int version_l1_runs(const version_t *v);
 /* Total files over all levels. */
 int version_total_files(const version_t *v);
 /* Give a freshly built, not yet shared version (and its files lacking one)
