@@ -32,7 +32,8 @@
 #   sustained  TidesDB alone, TPC-C as tpcc_big (relaxed) for 30 minutes
 #              (quick: 10), throughput per interval against the first
 #              window (5 minutes; quick: 2)
-#   lib        the library head-to-head, tdb_bench TidesDB / LevelDB / RocksDB
+#   lib        the library head-to-head, tdb_bench TidesDB / LevelDB / RocksDB,
+#              the whole list 3 times, each figure the median run
 # Every server runs in its own memory limit that counts the page cache
 # (MEMORY=equal, InnoDB on buffered I/O: docs/benchmarks-sql.md).
 set -uo pipefail
@@ -59,12 +60,12 @@ done
 # reads and compaction go to the disk for every engine.
 case "$size" in
   quick) mem_time=10 mem_warm=2 big_tables=4 big_rows=1000000 big_cache=64M big_limit=512M big_time=60 big_warm=10
-         tm_dur=1 tb_wh=8 tb_cache=64M tb_limit=512M tb_dur=2 sus_dur=10 sus_win=2 sus_int=30s lib_args=() ;;
+         tm_dur=1 tb_wh=8 tb_cache=64M tb_limit=512M tb_dur=2 sus_dur=10 sus_win=2 sus_int=30s lib_args=(--repeat=3) ;;
   full) mem_time=60 mem_warm=10 big_tables=8 big_rows=2000000 big_cache=128M big_limit=1G big_time=300 big_warm=60
-        tm_dur=5 tb_wh=32 tb_cache=128M tb_limit=768M tb_dur=10 sus_dur=30 sus_win=5 sus_int=30s lib_args=() ;;
+        tm_dur=5 tb_wh=32 tb_cache=128M tb_limit=768M tb_dur=10 sus_dur=30 sus_win=5 sus_int=30s lib_args=(--repeat=3) ;;
   smoke) mem_time=2 mem_warm=0 big_tables=2 big_rows=20000 big_cache=16M big_limit=512M big_time=5 big_warm=0
          tm_dur=0.2 tb_wh=1 tb_cache=16M tb_limit=512M tb_dur=0.2 sus_dur=1 sus_win=0.25 sus_int=5s
-         lib_args=(--num=50000) ;;
+         lib_args=(--num=50000 --repeat=2) ;;
   *) die "--size: want quick or full (or smoke, a check of this script), not '$size'" ;;
 esac
 

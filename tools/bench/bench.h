@@ -28,6 +28,8 @@ typedef struct bench_opts {
     double   duration;        /* per-step cap in seconds; 0 = none        */
     uint64_t seed;
     int      keep_db;         /* leave the engine directories behind      */
+    int      repeat;          /* runs of the whole list; each row reports
+                               * the run with the median ops/s           */
     engine_settings_t es;     /* the settings every engine is matched on  */
     char     workloads[1024]; /* comma list                               */
     char     engines[256];    /* comma list                               */

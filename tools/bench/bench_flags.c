@@ -28,6 +28,7 @@ void options_default(bench_opts_t *o)
     o->batch_size = 1;
     o->duration = 120;
     o->seed = 301;
+    o->repeat = 1;
     o->es.write_buffer_size = 64 * MIB;
     o->es.cache_size = 256 * MIB;
     o->es.block_size = 4 * KIB;
@@ -65,6 +66,9 @@ void options_usage(FILE *f)
         "  --seed=N                random seed (301)\n"
         "  --db=DIR                parent of the per-engine directories (/tmp/tdb_bench)\n"
         "  --keep_db=0|1           leave the engine directories behind (0)\n"
+        "  --repeat=N              run the whole list N times (1..16; the list must\n"
+        "                          start with a fill); each row is the run with the\n"
+        "                          median ops/s of that engine and step (1)\n"
         "  --csv=PATH              also write results as CSV\n"
         "BYTES take a K, M or G suffix (powers of 1024); counts take k or m\n"
         "(powers of 1000).\n\nworkloads:\n%s\ncompiled engines:",
@@ -149,6 +153,7 @@ static int options_set(bench_opts_t *o, const char *name, const char *val)
     COUNT("batch_size", batch_size)
     COUNT("seed", seed)
     COUNT("keep_db", keep_db)
+    COUNT("repeat", repeat)
     BYTES("cache_size", es.cache_size)
     BYTES("write_buffer_size", es.write_buffer_size)
     COUNT("bloom_bits", es.bloom_bits)
@@ -190,6 +195,8 @@ static int options_check(bench_opts_t *o)
         why = "--value_size must be <= 64M";
     else if (o->threads < 1 || o->threads > BENCH_MAX_THREADS)
         why = "--threads must be 1..64";
+    else if (o->repeat < 1 || o->repeat > 16)
+        why = "--repeat must be 1..16";
     else if (o->batch_size < 1)
         why = "--batch_size must be >= 1";
     else if (o->es.bg_threads < 1)

@@ -12,6 +12,13 @@
  *    never run concurrently.
  *  - A child that crashes, or does not answer within the step timeout, is
  *    killed and reported; the other engines go on.
+ *  - --repeat=N runs the whole list N times (it must start with a fill, so
+ *    every run starts from an empty database; the order of engines rotates
+ *    on between runs). Each row of the report is the run with the median
+ *    ops/s of that engine and step, whole (its latencies, CPU and
+ *    amplification belong to that run), and its note gives the spread. A
+ *    single run on a shared machine can be a third off for one engine's
+ *    step and not the other's; the median of 3 bounds one bad run.
  */
 #include "bench.h"
 #include "bench_flags.h"
@@ -220,6 +227,35 @@ static void child_step(child_t *c, const workload_t *w, int step,
     snprintf(out->workload, sizeof(out->workload), "%s", w->name);
 }
 
+/* Row `cell` of the report from its `reps` runs (runs[rep * cells + cell]):
+ * a failed run if any failed (so the run fails), else the run with the
+ * median ops/s (the lower of the two middle ones for an even count), whole,
+ * with the spread appended to its note. */
+static void pick_median(const step_result_t *runs, size_t cells, size_t cell,
+                        int reps, step_result_t *out)
+{
+    const step_result_t *v[16];
+    for (int i = 0; i < reps; i++) {
+        v[i] = &runs[(size_t)i * cells + cell];
+        if (!v[i]->ok) {
+            *out = *v[i];
+            return;
+        }
+    }
+    for (int i = 1; i < reps; i++) /* insertion sort by ops/s */
+        for (int j = i; j > 0 && v[j]->ops_per_sec < v[j - 1]->ops_per_sec; j--) {
+            const step_result_t *t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    *out = *v[(reps - 1) / 2];
+    if (reps > 1) {
+        size_t len = strlen(out->note);
+        snprintf(out->note + len, sizeof(out->note) - len, "median of %d runs (%.0f-%.0f ops/s); ",
+                 reps, v[0]->ops_per_sec, v[reps - 1]->ops_per_sec);
+    }
+}
+
 /* Split a comma list in place into at most max items. */
 static int split_list(char *s, char **items, int max)
 {
@@ -241,10 +277,10 @@ static void print_header(const bench_opts_t *o, child_t *kids, int nk)
 {
     const engine_settings_t *s = &o->es;
     printf("tdb_bench: num=%llu reads=%llu key_size=%zu value_size=%zu threads=%d"
-           " batch_size=%d seed=%llu duration_cap=%gs\n",
+           " batch_size=%d seed=%llu duration_cap=%gs repeat=%d\n",
            (unsigned long long)o->num, (unsigned long long)o->reads, o->key_size,
            o->value_size, o->threads, o->batch_size, (unsigned long long)o->seed,
-           o->duration);
+           o->duration, o->repeat);
     printf("matched settings: write_buffer_size=%.0f MiB cache_size=%.0f MiB "
            "block_size=%zu compression=%s bloom_bits=%d bg_threads=%d sync=%d\n",
            s->write_buffer_size / 1048576.0, s->cache_size / 1048576.0,
@@ -272,7 +308,12 @@ static void print_header(const bench_opts_t *o, child_t *kids, int nk)
            "  RSS-MB = peak anonymous resident memory (statm resident - shared,"
            " sampled every 10 ms):\n"
            "  file pages are page cache, counted in plain RSS only for engines"
-           " that map their files.\n\n");
+           " that map their files.\n");
+    if (o->repeat > 1)
+        printf("  repeat: the whole list runs %d times (engine order rotated on); each row is\n"
+               "  the run with the median ops/s for that engine and step, its spread in the note.\n",
+               o->repeat);
+    printf("\n");
     fflush(stdout);
 }
 
@@ -303,6 +344,13 @@ int main(int argc, char **argv)
                     workload_help());
             return 2;
         }
+    }
+
+    if (o.repeat > 1 && !wl[0].fresh) {
+        fprintf(stderr, "tdb_bench: --repeat=%d needs a workload list that starts with a fill "
+                        "(fillseq, fillrandom or fillrandom_batchN), so that every run starts "
+                        "from an empty database; '%s' does not\n", o.repeat, wl[0].name);
+        return 2;
     }
 
     const engine_vtable_t *vts[BENCH_MAX_ENGINES];
@@ -357,21 +405,30 @@ int main(int argc, char **argv)
     }
     print_header(&o, kids, nk);
 
-    step_result_t *rows = calloc((size_t)nsteps * (size_t)nk, sizeof(*rows));
-    if (!rows)
+    size_t cells = (size_t)nsteps * (size_t)nk;
+    step_result_t *rows = calloc(cells, sizeof(*rows));
+    step_result_t *runs = calloc(cells * (size_t)o.repeat, sizeof(*runs));
+    if (!rows || !runs)
         return 1;
     int timeout_s = o.duration > 0 ? (int)(o.duration * 4) + 600 : 3600;
     uint64_t t0 = sys_now_ns();
-    for (int s = 0; s < nsteps; s++) {
-        for (int j = 0; j < nk; j++) {
-            int e = (s + j) % nk;
-            step_result_t *r = &rows[s * nk + e];
-            child_step(&kids[e], &wl[s], s, timeout_s, r);
-            fprintf(stderr, "[%2d/%d] %-22s %-8s %12.0f ops/s %8.2f s  %s\n",
-                    s + 1, nsteps, r->workload, r->engine, r->ops_per_sec,
-                    r->secs, r->ok ? "" : r->note);
+    for (int rep = 0; rep < o.repeat; rep++) {
+        for (int s = 0; s < nsteps; s++) {
+            for (int j = 0; j < nk; j++) {
+                int e = (s + rep + j) % nk;
+                step_result_t *r = &runs[(size_t)rep * cells + (size_t)(s * nk + e)];
+                child_step(&kids[e], &wl[s], s, timeout_s, r);
+                if (o.repeat > 1)
+                    fprintf(stderr, "run %d/%d ", rep + 1, o.repeat);
+                fprintf(stderr, "[%2d/%d] %-22s %-8s %12.0f ops/s %8.2f s  %s\n",
+                        s + 1, nsteps, r->workload, r->engine, r->ops_per_sec,
+                        r->secs, r->ok ? "" : r->note);
+            }
         }
     }
+    for (size_t c = 0; c < cells; c++)
+        pick_median(runs, cells, c, o.repeat, &rows[c]);
+    free(runs);
     for (int i = 0; i < nk; i++) {
         if (kids[i].dead)
             continue;
