@@ -252,3 +252,49 @@ TEST(Memtable, NewVersionsLinkBesideTheirKeyUnderRacingWriters) {
     }
     memtable_unref(m);
 }
+
+// Gets on an empty memtable (the active one right after a flush) return
+// before the index probe; the first entry, point or range tombstone, is found by the next get,
+// also while a reader races the writer.
+TEST(Memtable, GetOnEmptyAndAfterTheFirstEntry) {
+    unsigned type;
+    uint64_t seq;
+    slice_t v;
+    memtable_t *m = memtable_create();
+    EXPECT_EQ(0, memtable_get(m, Sl("k"), 100, &type, &seq, &v));
+    EXPECT_EQ(0, memtable_get(m, Sl(""), 100, &type, &seq, &v));
+    ASSERT_EQ(memtable_add(m, 1, KT_RANGE_DELETE, Sl("a"), Sl("z")), TDB_OK);
+    EXPECT_EQ(0, memtable_get(m, Sl("k"), 100, &type, &seq, &v)); // a range tombstone is no point entry
+    EXPECT_EQ(1u, memtable_range_del_seq(m, Sl("k"), 100));
+    ASSERT_EQ(memtable_add(m, 2, KT_PUT, Sl("k"), Sl("v2")), TDB_OK);
+    ASSERT_EQ(1, memtable_get(m, Sl("k"), 100, &type, &seq, &v));
+    EXPECT_EQ(2u, seq);
+    EXPECT_EQ("v2", std::string(v.data, v.size));
+    memtable_unref(m);
+
+    for (int round = 0; round < 200; round++) {
+        memtable_t *r = memtable_create();
+        std::atomic<bool> added{false};
+        std::atomic<int> misses_after{0};
+        std::thread reader([&] {
+            unsigned t;
+            uint64_t q;
+            slice_t val;
+            for (;;) {
+                bool was_added = added.load(std::memory_order_acquire);
+                int got = memtable_get(r, Sl("key"), 100, &t, &q, &val);
+                if (got == 1) {
+                    EXPECT_EQ("val", std::string(val.data, val.size));
+                    break;
+                }
+                if (was_added) misses_after++;
+                if (was_added) break;
+            }
+        });
+        ASSERT_EQ(memtable_add(r, 1, KT_PUT, Sl("key"), Sl("val")), TDB_OK);
+        added.store(true, std::memory_order_release);
+        reader.join();
+        EXPECT_EQ(0, misses_after.load()) << "round " << round;
+        memtable_unref(r);
+    }
+}

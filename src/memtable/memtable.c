@@ -315,6 +315,11 @@ int memtable_add_sorted(memtable_t *m, const memtable_item_t *items, size_t n) {
 int memtable_get(memtable_t *m, slice_t user_key, uint64_t snap_seq, unsigned *type, uint64_t *seq,
                  slice_t *value) {
     if (snap_seq > SEQ_MAX) snap_seq = SEQ_MAX;
+    /* An empty memtable (the active one just after a flush) has nothing to
+     * find: no hash, and no probe of a cold index bucket. An entry is
+     * visible only once linked at level 0, so this is the descent's own
+     * first step. */
+    if (!skiplist_first(m->list)) return 0;
     const char *e = NULL, *rest;
     slice_t k;
     if (atomic_load_explicit(&m->index_ok, memory_order_acquire)) {
