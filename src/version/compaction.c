@@ -255,7 +255,7 @@ static int l1_file_free(version_t *v, int i, int out) {
     file_meta_t *f = version_file(v, 1, i);
     if (f->num_deletes || f->num_range_deletes || sorted_level_overlaps(v, out, file_range(f))) return 0;
     for (int j = 0; j < version_num_files(v, 1); j++)
-        if (j != i && file_overlaps(version_file(v, 1, j), file_range(f))) return 0;
+        if (j != i && file_meta_overlaps(version_file(v, 1, j), f)) return 0;
     return 1;
 }
 

@@ -57,6 +57,12 @@ file_meta_t *file_meta_from_props(uint64_t number, const sst_props_t *p) {
 }
 
 /* Take a reference. */
+/* Do a's and b's user-key ranges share a key? */
+int file_meta_overlaps(const file_meta_t *a, const file_meta_t *b) {
+    return slice_compare(ikey_user(buf_slice(&a->largest)), ikey_user(buf_slice(&b->smallest))) >= 0 &&
+           slice_compare(ikey_user(buf_slice(&a->smallest)), ikey_user(buf_slice(&b->largest))) <= 0;
+}
+
 void file_meta_ref(file_meta_t *f) { __atomic_add_fetch(&f->refs, 1, __ATOMIC_RELAXED); }
 
 /* Drop a reference; the last one frees f and reports it obsolete. */
@@ -116,9 +122,10 @@ file_meta_t *version_file(const version_t *v, int level, int i) {
     return v->files[level][i];
 }
 
-/* Sum of file sizes at level. */
+/* Level-1 runs, counted by version_apply. */
 int version_l1_runs(const version_t *v) { return v->l1_runs; }
 
+/* Sum of file sizes at level. */
 uint64_t version_level_bytes(const version_t *v, int level) {
     if (level < 1 || level >= TDB_MAX_LEVELS) return 0;
     return v->bytes[level];
@@ -229,12 +236,6 @@ static int u64_cmp(const void *a, const void *b) {
     return x < y ? -1 : (x > y);
 }
 
-/* Do a and b share a user key? */
-static int files_overlap(const file_meta_t *a, const file_meta_t *b) {
-    return slice_compare(ikey_user(buf_slice(&a->largest)), ikey_user(buf_slice(&b->smallest))) >= 0 &&
-           slice_compare(ikey_user(buf_slice(&a->smallest)), ikey_user(buf_slice(&b->largest))) <= 0;
-}
-
 /* Level-1 runs of v (version.h), its level 1 in order: a file joins the
  * current run if its sequence range meets the run's and its keys meet none
  * of the run's files; otherwise it starts a new run. */
@@ -245,7 +246,7 @@ static int count_l1_runs(const version_t *v) {
         const file_meta_t *f = v->files[1][i];
         int join = runs > 0 && f->max_seq >= run_min;
         for (int j = first; j < i && join; j++)
-            if (files_overlap(v->files[1][j], f)) join = 0;
+            if (file_meta_overlaps(v->files[1][j], f)) join = 0;
         if (!join) {
             runs++;
             first = i;

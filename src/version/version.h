@@ -80,6 +80,8 @@ file_meta_t *file_meta_create(uint64_t number, uint64_t file_size, slice_t small
                               uint64_t min_seq, uint64_t max_seq, uint64_t num_entries,
                               uint64_t num_deletes);
 void file_meta_ref(file_meta_t *f);
+/* Do a's and b's user-key ranges share a key? */
+int file_meta_overlaps(const file_meta_t *a, const file_meta_t *b);
 /* Drop a reference; at zero frees f and, if it was ever in a version, calls
  * its obsolete callback. */
 void file_meta_unref(file_meta_t *f);
