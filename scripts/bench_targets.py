@@ -88,6 +88,15 @@ class Checker:
             return None
         return float(m.group(1)) * {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[m.group(2)]
 
+    def rocks_limit(self, part):
+        """'MyRocks limited to X, the others to Y' when the part gave MyRocks
+        a larger memory limit than the others (its preset.txt), else ''."""
+        p = os.path.join(self.dir, part, "preset.txt")
+        if not os.path.exists(p):
+            return ""
+        m = re.search(r"limited to ([0-9.]+ [KMG]iB) \(page cache included\), MyRocks's to ([0-9.]+ [KMG]iB)", open(p).read())
+        return f"MyRocks limited to {m.group(2)}, the others to {m.group(1)}" if m else ""
+
     def tpcc(self, part):
         d = os.path.join(self.dir, part)
         if not os.path.exists(os.path.join(d, "runs.csv")):
@@ -157,7 +166,7 @@ def main(d):
                 tid = None
             if big:
                 c.add(f"TPC-C NOPM vs InnoDB, 8 users, {regime}", part, 3.0, nopm(inn), checks)
-                c.add(f"TPC-C NOPM vs MyRocks, 8 users, {regime}", part, 1.5, nopm(myr))
+                c.add(f"TPC-C NOPM vs MyRocks, 8 users, {regime}", part, 1.5, nopm(myr), c.rocks_limit(part))
                 no = None
                 if tid and inn and tid["txn"].get("NEW_ORDER") and inn["txn"].get("NEW_ORDER"):
                     no = inn["txn"]["NEW_ORDER"] / tid["txn"]["NEW_ORDER"]

@@ -131,7 +131,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		key string
 		dst *int64
 	}{{"TIDESDB_BLOCK_CACHE", &p.TidesDBCache}, {"INNODB_BUFFER_POOL", &p.InnoDBCache},
-		{"ROCKSDB_BLOCK_CACHE", &p.RocksDBCache}, {"MEM_LIMIT", &p.MemLimit}} {
+		{"ROCKSDB_BLOCK_CACHE", &p.RocksDBCache}, {"MEM_LIMIT", &p.MemLimit}, {"ROCKSDB_MEM_LIMIT", &p.RocksDBMemLimit}} {
 		if v := get(x.key); v != "" {
 			if *x.dst, err = server.ParseBytes(v); err != nil {
 				return c, fmt.Errorf("%s=%q: %w", x.key, v, err)

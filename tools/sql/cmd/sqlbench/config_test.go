@@ -30,6 +30,23 @@ func TestQuickDefaults(t *testing.T) {
 	}
 }
 
+// ROCKSDB_MEM_LIMIT raises MyRocks's limit only; below MEM_LIMIT it is refused.
+func TestRocksDBMemLimitEnv(t *testing.T) {
+	c, err := LoadConfig(envOf(map[string]string{"MEM_LIMIT": "512M", "ROCKSDB_MEM_LIMIT": "768M",
+		"TIDESDB_BLOCK_CACHE": "64M", "INNODB_BUFFER_POOL": "64M", "ROCKSDB_BLOCK_CACHE": "64M"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Preset.LimitFor("InnoDB") != 512<<20 || c.Preset.LimitFor("RocksDB") != 768<<20 {
+		t.Errorf("limits %+v", c.Preset)
+	}
+	for _, env := range []map[string]string{{"MEM_LIMIT": "2G", "ROCKSDB_MEM_LIMIT": "1G"}, {"ROCKSDB_MEM_LIMIT": "many"}} {
+		if _, err := LoadConfig(envOf(env)); err == nil {
+			t.Errorf("%v accepted", env)
+		}
+	}
+}
+
 // The seed article's exact command line.
 func TestSeedCommand(t *testing.T) {
 	c, err := LoadConfig(envOf(map[string]string{"TABLE_SIZES": "1000000", "TABLES": "8", "THREAD_COUNTS": "1 8 16 32",

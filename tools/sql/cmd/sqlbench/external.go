@@ -25,7 +25,7 @@ import (
 // none, so giving one of them is a contradiction, refused.
 var serverKeys = []string{"ENGINES", "DURABILITY", "MEMORY", "MEM_LIMIT", "TIDESDB_SYNC_MODE", "TIDESDB_COMPRESSION",
 	"INNODB_COMPRESSION", "ROCKSDB_COMPRESSION", "TIDESDB_BLOCK_CACHE", "INNODB_BUFFER_POOL", "ROCKSDB_BLOCK_CACHE",
-	"INNODB_FLUSH", "ROCKSDB_FLUSH", "MALLOC", "CNF", "SERVER_DIR", "PORT"}
+	"INNODB_FLUSH", "ROCKSDB_FLUSH", "MALLOC", "CNF", "SERVER_DIR", "PORT", "ROCKSDB_MEM_LIMIT"}
 
 var engineName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
 

@@ -71,6 +71,7 @@ a fresh server per engine and table size. Variables (defaults from PRESET):
   PRESET=quick|seed  TABLE_SIZES TABLES THREAD_COUNTS TIME WARMUP ITERATIONS
   ENGINES (TidesDB InnoDB RocksDB)  WORKLOADS (oltp_read_write oltp_point_select oltp_insert oltp_write_only)
   DURABILITY=relaxed|durable  MEMORY=equal|seed  MEM_LIMIT
+  ROCKSDB_MEM_LIMIT (MyRocks's server's limit instead, at least MEM_LIMIT; labelled)
   TIDESDB_SYNC_MODE (0|1|2 or NONE|INTERVAL|FULL)  INNODB_FLUSH ROCKSDB_FLUSH (0|1|2)
   TIDESDB_COMPRESSION INNODB_COMPRESSION ROCKSDB_COMPRESSION (NONE|LZ4|ZSTD|SNAPPY)
   TIDESDB_BLOCK_CACHE INNODB_BUFFER_POOL ROCKSDB_BLOCK_CACHE (256M, 2G, bytes)

@@ -109,6 +109,7 @@ func parseFlags(args []string) (options, error) {
 	memory := fs.String("memory", server.Equal, "memory preset equal|seed")
 	cache := fs.String("cache", "", "cache size of every engine (default: the size preset's)")
 	memLimit := fs.String("mem-limit", "", "memory limit of each server with --memory equal")
+	rocksLimit := fs.String("rocksdb-mem-limit", "", "MyRocks's server's limit instead, at least --mem-limit (labelled: MyRocks is OOM-killed at small limits)")
 	fs.StringVar(&o.cnf, "cnf", "", "a my.cnf included after the preset")
 	fs.StringVar(&o.out, "out", "", "output directory (default results/tpcc-<stamp>)")
 	fs.StringVar(&o.serverDir, "server-dir", "", "server directory (default build/sql/tpcc-server)")
@@ -209,6 +210,11 @@ func parseFlags(args []string) (options, error) {
 	if *memLimit != "" {
 		if p.MemLimit, err = server.ParseBytes(*memLimit); err != nil {
 			return o, fmt.Errorf("--mem-limit: %w", err)
+		}
+	}
+	if *rocksLimit != "" {
+		if p.RocksDBMemLimit, err = server.ParseBytes(*rocksLimit); err != nil {
+			return o, fmt.Errorf("--rocksdb-mem-limit: %w", err)
 		}
 	}
 	if p.Memory == server.Seed {

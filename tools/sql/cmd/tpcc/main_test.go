@@ -30,6 +30,25 @@ func TestQuickAndSeedPresets(t *testing.T) {
 	}
 }
 
+// --rocksdb-mem-limit raises MyRocks's limit only; below --mem-limit it is refused.
+func TestRocksDBMemLimitFlag(t *testing.T) {
+	o, err := parseFlags(strings.Fields("--cache 64M --mem-limit 512M --rocksdb-mem-limit 768M"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.preset.LimitFor("TidesDB") != 512<<20 || o.preset.LimitFor("InnoDB") != 512<<20 || o.preset.LimitFor("RocksDB") != 768<<20 {
+		t.Errorf("limits %+v", o.preset)
+	}
+	for _, args := range []string{"--mem-limit 1G --rocksdb-mem-limit 768M", "--rocksdb-mem-limit lots",
+		"--memory seed --rocksdb-mem-limit 2G"} {
+		if _, err := parseFlags(strings.Fields(args)); err == nil {
+			t.Errorf("%q accepted", args)
+		} else if !strings.Contains(err.Error(), "MyRocks") && !strings.Contains(err.Error(), "--rocksdb-mem-limit") {
+			t.Errorf("%q: the error names neither MyRocks nor the flag: %v", args, err)
+		}
+	}
+}
+
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{{"--engines", "myisam"}, {"--warehouses", "-1"}, {"--run-vu", "-2"},
 		{"--duration", "0.01"}, {"--preset", "big"}, {"--isolation", "SNAPSHOT"}, {"--durability", "never"},

@@ -576,6 +576,7 @@ func StartRun(ctx context.Context, env Env, o Options, engine, db string) (*Run,
 		r.Notes = append(r.Notes, "page cache not dropped before each server started ("+err.Error()+")")
 	}
 	o.Engines, o.Fresh = nil, true
+	o.Preset.MemLimit = o.Preset.LimitFor(engine)
 	if engine != "InnoDB" {
 		o.Engines = []string{engine}
 	}

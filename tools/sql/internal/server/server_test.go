@@ -37,6 +37,9 @@ func TestPresetValidate(t *testing.T) {
 		func(p *Preset) { p.TidesDBSync = "SOMETIMES" },
 		func(p *Preset) { p.InnoDBFlush = "3" },
 		func(p *Preset) { p.Isolation = "SNAPSHOT" },
+		func(p *Preset) { p.RocksDBMemLimit = 512 << 20 },             // below the others' 1 GiB
+		func(p *Preset) { p.MemLimit, p.RocksDBMemLimit = 0, 2<<30 },  // no limit for the others
+		func(p *Preset) { p.Memory, p.RocksDBMemLimit = Seed, 2<<30 }, // the seed preset has no limits
 	}
 	for i, f := range bad {
 		q := DefaultPreset()
@@ -44,6 +47,36 @@ func TestPresetValidate(t *testing.T) {
 		if err := q.Validate(); err == nil {
 			t.Errorf("bad preset %d accepted: %+v", i, q)
 		}
+	}
+}
+
+// A MyRocks limit above the others' applies to MyRocks's server only and
+// is named in the summary; without one every engine gets MemLimit.
+func TestRocksDBMemLimit(t *testing.T) {
+	p := DefaultPreset()
+	for _, e := range []string{"TidesDB", "InnoDB", "RocksDB"} {
+		if got := p.LimitFor(e); got != 1<<30 {
+			t.Errorf("no MyRocks limit: LimitFor(%s) = %d, want 1 GiB", e, got)
+		}
+	}
+	if s := strings.Join(p.Summary(), "\n"); strings.Contains(s, "MyRocks's to") {
+		t.Errorf("summary names a MyRocks limit that was not set:\n%s", s)
+	}
+	p.RocksDBMemLimit = 3 << 29
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for e, want := range map[string]int64{"TidesDB": 1 << 30, "InnoDB": 1 << 30, "RocksDB": 3 << 29} {
+		if got := p.LimitFor(e); got != want {
+			t.Errorf("LimitFor(%s) = %d, want %d", e, got, want)
+		}
+	}
+	if s := strings.Join(p.Summary(), "\n"); !strings.Contains(s, "limited to 1 GiB (page cache included), MyRocks's to 1.5 GiB") {
+		t.Errorf("summary does not label MyRocks's larger limit:\n%s", s)
+	}
+	p.Memory, p.MemLimit, p.RocksDBMemLimit = Seed, 0, 0
+	if got := p.LimitFor("RocksDB"); got != 0 {
+		t.Errorf("seed preset: LimitFor(RocksDB) = %d, want no limit", got)
 	}
 }
 
