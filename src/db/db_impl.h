@@ -142,7 +142,6 @@ typedef struct writer {
      * WAL (db/prepared.c). */
     struct prepared *prepared;
     bool interval; /* a family it writes is TDB_SYNC_INTERVAL */
-    bool done;
     int rc;
     /* Back-pressure bound: now_micros after which the leader takes the
      * writer out of the queue with TDB_ERR_BUSY (0 = none; stall_expired
@@ -156,9 +155,25 @@ typedef struct writer {
     int apply_rc;
     int *pending;
     struct writer *leader;
-    pthread_cond_t cv;
+    pthread_cond_t cv; /* the leader waits here for its members' inserts */
+    /* A queued member sleeps on park (WRITER_PARKED) without holding mu;
+     * writer_kick (head of the queue, apply_now: re-check under mu) and
+     * writer_release (done: return without mu) end the sleep. */
+    _Atomic uint32_t park;
     struct writer *next;
 } writer_t;
+
+enum { WRITER_RUNNING = 0, WRITER_PARKED = 1, WRITER_RELEASED = 2 };
+
+/* db/direct.c, beside the lane's own sleeps. writer_park: mu not held,
+ * w->park set to WRITER_PARKED under mu; returns once it is not. */
+void writer_park(tdb_t *db, writer_t *w);
+/* Under mu: wake a parked queue member to re-check its state under mu. */
+void writer_kick(tdb_t *db, writer_t *w);
+/* Under mu: finish a queue member (its rc set). It returns without
+ * taking mu, so a group's members do not queue on mu one by one behind
+ * the leader; w must not be touched after this call. */
+void writer_release(tdb_t *db, writer_t *w);
 
 typedef struct direct_lane direct_lane_t; /* db/direct.c */
 
@@ -419,7 +434,8 @@ int db_make_room(tdb_t *db, writer_t *self, writer_t **last, int *n, tdb_cf_t **
 void db_direct_refresh(tdb_t *db, const mem_state_t *st);
 
 /* ---- db/write_group.c ---- */
-/* Queue w, wait, and commit its group if it leads (mu held). */
+/* Queue w, wait, and commit its group if it leads (mu held on entry, not
+ * held on return). */
 void db_group_write(tdb_t *db, writer_t *w);
 void db_enter_exclusive(tdb_t *db, writer_t *w);
 void db_exit_exclusive(tdb_t *db, writer_t *w);

@@ -253,6 +253,25 @@ static void unpark(direct_lane_t *l, _Atomic uint32_t *w) {
 }
 #endif
 
+/* The write queue's members sleep on the same words (db_impl.h, writer_t).
+ * After a release the member may return at once and its writer be gone:
+ * the futex wake that follows then reaches whatever sleeps at that address
+ * as a spurious wake-up, which every futex user tolerates (elsewhere unpark
+ * never touches the word). */
+void writer_park(tdb_t *db, writer_t *w) {
+    while (atomic_load(&w->park) == WRITER_PARKED) park(db->direct, &w->park);
+}
+
+void writer_kick(tdb_t *db, writer_t *w) {
+    uint32_t parked = WRITER_PARKED;
+    if (atomic_compare_exchange_strong(&w->park, &parked, WRITER_RUNNING)) unpark(db->direct, &w->park);
+    /* else it is running: it re-checks under mu before it parks again */
+}
+
+void writer_release(tdb_t *db, writer_t *w) {
+    if (atomic_exchange(&w->park, WRITER_RELEASED) == WRITER_PARKED) unpark(db->direct, &w->park);
+}
+
 /* ---- the gate ---- */
 
 /* Wait conditions of the gate. */

@@ -45,15 +45,17 @@ int db_write_bounded(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx
     }
     pthread_cond_init(&w.cv, NULL);
     pthread_mutex_lock(&db->mu);
-    db_group_write(db, &w);
-    bool paused = db->bg_paused > 0;
-    pthread_mutex_unlock(&db->mu);
+    db_group_write(db, &w); /* returns without mu */
     pthread_cond_destroy(&w.cv);
-    if (w.stall_expired)
+    if (w.stall_expired) {
+        pthread_mutex_lock(&db->mu);
+        bool paused = db->bg_paused > 0;
+        pthread_mutex_unlock(&db->mu);
         return tdb_err(TDB_ERR_BUSY, "write stalled by back-pressure for %llu ms (stall timeout %lld ms): "
                                      "flush/compaction is behind%s; nothing was written, retry later",
                        (unsigned long long)((now_us(db) - start) / 1000u), (long long)stall_timeout_ms,
                        paused ? " (background work is paused)" : "");
+    }
     return w.rc;
 }
 

@@ -8,6 +8,15 @@
  * sequence, reopens the gate and wakes the group. The leader also decides
  * whether direct writes may resume. An exclusive writer (DDL, maintenance)
  * is a queue entry without a batch.
+ *
+ * Members sleep on their writer's park word, not on a condition variable
+ * of mu: a member woken through one re-takes mu on waking, so a group's
+ * members (and the next leader) used to queue on mu one by one behind the
+ * leader, each hand-off a sleep and a wake-up. A finished member is
+ * released (writer_release) and returns without mu; only a member that
+ * must act under mu (lead, insert its own batch) is kicked and re-takes
+ * it. A member's writer lives in its caller's frame: it may return once
+ * it sees WRITER_RELEASED, so nothing touches it after the release.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -101,7 +110,7 @@ static int apply_group(tdb_t *db, writer_t *self, writer_t *last) {
             w->pending = &pending;
             w->leader = self;
             pending++;
-            pthread_cond_signal(&w->cv);
+            writer_kick(db, w);
         }
         if (w == last) break;
     }
@@ -154,10 +163,9 @@ static void commit_group(tdb_t *db, writer_t *self) {
     if (self->stall_expired) { /* the leader alone gives up; the next writer leads the rest */
         direct_gate_open(db);
         self->rc = rc;
-        self->done = true;
         db->wq_head = self->next;
         if (!db->wq_head) db->wq_tail = NULL;
-        else pthread_cond_signal(&db->wq_head->cv);
+        else writer_kick(db, db->wq_head);
         free(cfs);
         return;
     }
@@ -226,27 +234,36 @@ static void commit_group(tdb_t *db, writer_t *self) {
         atomic_store(&db->direct_ok, false);
     }
     else if (rc != TDB_OK && np > 0) db_set_bg_error_locked(db, rc); /* sticky: WAL state unknown */
-    for (writer_t *w = self;; w = w->next) {
+    writer_t *after = last->next;
+    for (writer_t *w = self, *next;; w = next) {
+        bool end = w == last;
+        next = w->next; /* read before the release: w may be gone after it */
         if (rc != TDB_OK) w->rc = rc;
-        w->done = true;
-        if (w != self) pthread_cond_signal(&w->cv);
-        if (w == last) break;
+        if (w != self) writer_release(db, w);
+        if (end) break;
     }
-    db->wq_head = last->next;
-    if (!db->wq_head) db->wq_tail = NULL;
-    else pthread_cond_signal(&db->wq_head->cv);
+    db->wq_head = after;
+    if (!after) db->wq_tail = NULL;
+    else writer_kick(db, after);
     direct_gate_open(db);
     free(payloads);
     free(cfs);
 }
 
-/* Enqueue a writer and wait until it is done or leads (mu held). */
-static void enqueue_and_wait(tdb_t *db, writer_t *w) {
+/* Enqueue a writer and wait until it leads (true: mu held) or is released
+ * (false: mu not held). mu held on entry. */
+static bool enqueue_and_wait(tdb_t *db, writer_t *w) {
     w->next = NULL;
+    atomic_store(&w->park, WRITER_RUNNING);
     if (db->wq_tail) db->wq_tail->next = w;
     else db->wq_head = w;
     db->wq_tail = w;
-    while (!w->done && db->wq_head != w) {
+    for (;;) {
+        if (atomic_load(&w->park) == WRITER_RELEASED) { /* released while it waited for mu */
+            pthread_mutex_unlock(&db->mu);
+            return false;
+        }
+        if (db->wq_head == w) return true;
         if (w->apply_now) { /* the leader hands us our own memtable insert */
             w->apply_now = false;
             pthread_mutex_unlock(&db->mu);
@@ -256,7 +273,11 @@ static void enqueue_and_wait(tdb_t *db, writer_t *w) {
             if (--*w->pending == 0) pthread_cond_signal(&w->leader->cv);
             continue;
         }
-        pthread_cond_wait(&w->cv, &db->mu);
+        atomic_store(&w->park, WRITER_PARKED);
+        pthread_mutex_unlock(&db->mu);
+        writer_park(db, w);
+        if (atomic_load(&w->park) == WRITER_RELEASED) return false;
+        pthread_mutex_lock(&db->mu);
     }
 }
 
@@ -265,7 +286,9 @@ static void enqueue_and_wait(tdb_t *db, writer_t *w) {
 void db_enter_exclusive(tdb_t *db, writer_t *w) {
     memset(w, 0, sizeof *w);
     pthread_cond_init(&w->cv, NULL);
-    enqueue_and_wait(db, w);
+    /* Never released: an exclusive writer is in no group and has no stall
+     * bound, so it returns as the head of the queue, mu held. */
+    (void)enqueue_and_wait(db, w);
     direct_gate_close(db);
 }
 
@@ -273,13 +296,14 @@ void db_exit_exclusive(tdb_t *db, writer_t *w) {
     direct_gate_open(db);
     db->wq_head = w->next;
     if (!db->wq_head) db->wq_tail = NULL;
-    else pthread_cond_signal(&db->wq_head->cv);
+    else writer_kick(db, db->wq_head);
     pthread_cond_destroy(&w->cv);
 }
 
 /* Queue w and wait until it is done, leading its group if it becomes the
- * head of the queue (mu held on entry and exit). */
+ * head of the queue (mu held on entry, not held on return). */
 void db_group_write(tdb_t *db, writer_t *w) {
-    enqueue_and_wait(db, w);
-    if (!w->done) commit_group(db, w);
+    if (!enqueue_and_wait(db, w)) return;
+    commit_group(db, w);
+    pthread_mutex_unlock(&db->mu);
 }

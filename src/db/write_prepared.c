@@ -18,8 +18,7 @@
 static int queue_write(tdb_t *db, writer_t *w) {
     pthread_cond_init(&w->cv, NULL);
     pthread_mutex_lock(&db->mu);
-    db_group_write(db, w);
-    pthread_mutex_unlock(&db->mu);
+    db_group_write(db, w); /* returns without mu */
     pthread_cond_destroy(&w->cv);
     if (w->stall_expired)
         return tdb_err(TDB_ERR_BUSY, "prepare stalled by back-pressure: nothing was written, retry later");

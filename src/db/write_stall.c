@@ -129,9 +129,8 @@ static uint64_t expire_stalled(tdb_t *db, writer_t *self, writer_t **last, int *
             }
             w->stall_expired = true;
             w->rc = TDB_ERR_BUSY;
-            w->done = true;
             atomic_fetch_add(&db->ctr.stall_timeouts, 1);
-            pthread_cond_signal(&w->cv);
+            writer_release(db, w); /* last touch of w */
         } else {
             if (w->stall_deadline && (!next || w->stall_deadline < next)) next = w->stall_deadline;
             prev = w;
