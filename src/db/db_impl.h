@@ -166,8 +166,9 @@ typedef struct writer {
 enum { WRITER_RUNNING = 0, WRITER_PARKED = 1, WRITER_RELEASED = 2 };
 
 /* db/direct.c, beside the lane's own sleeps. writer_park: mu not held,
- * w->park set to WRITER_PARKED under mu; returns once it is not. */
-void writer_park(tdb_t *db, writer_t *w);
+ * w->park set to WRITER_PARKED under mu; returns the state it found once
+ * it is not (WRITER_RUNNING: kicked; WRITER_RELEASED: done). */
+uint32_t writer_park(tdb_t *db, writer_t *w);
 /* Under mu: wake a parked queue member to re-check its state under mu. */
 void writer_kick(tdb_t *db, writer_t *w);
 /* Under mu: finish a queue member (its rc set). It returns without

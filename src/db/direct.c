@@ -258,8 +258,10 @@ static void unpark(direct_lane_t *l, _Atomic uint32_t *w) {
  * the futex wake that follows then reaches whatever sleeps at that address
  * as a spurious wake-up, which every futex user tolerates (elsewhere unpark
  * never touches the word). */
-void writer_park(tdb_t *db, writer_t *w) {
-    while (atomic_load(&w->park) == WRITER_PARKED) park(db->direct, &w->park);
+uint32_t writer_park(tdb_t *db, writer_t *w) {
+    uint32_t st;
+    while ((st = atomic_load(&w->park)) == WRITER_PARKED) park(db->direct, &w->park);
+    return st;
 }
 
 void writer_kick(tdb_t *db, writer_t *w) {

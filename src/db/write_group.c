@@ -275,8 +275,7 @@ static bool enqueue_and_wait(tdb_t *db, writer_t *w) {
         }
         atomic_store(&w->park, WRITER_PARKED);
         pthread_mutex_unlock(&db->mu);
-        writer_park(db, w);
-        if (atomic_load(&w->park) == WRITER_RELEASED) return false;
+        if (writer_park(db, w) == WRITER_RELEASED) return false;
         pthread_mutex_lock(&db->mu);
     }
 }

@@ -213,7 +213,7 @@ func (p Preset) Name() string {
 	}
 	m := p.Memory
 	if p.Memory == Equal {
-		if p.MemLimit > 0 && p.RocksDBMemLimit > p.MemLimit {
+		if p.rocksRaised() {
 			m += "(" + FormatBytes(p.MemLimit) + "; MyRocks " + FormatBytes(p.RocksDBMemLimit) + ")"
 		} else if p.MemLimit > 0 {
 			m += "(" + FormatBytes(p.MemLimit) + ")"
@@ -222,6 +222,11 @@ func (p Preset) Name() string {
 		}
 	}
 	return d + "/" + m
+}
+
+// rocksRaised: MyRocks's server runs under a larger limit than the others'.
+func (p Preset) rocksRaised() bool {
+	return p.Memory == Equal && p.MemLimit > 0 && p.RocksDBMemLimit > p.MemLimit
 }
 
 // LimitFor is the memory limit of engine's server (0 = none).
@@ -319,7 +324,7 @@ func rocksCompression(c string) string {
 // Summary is a few lines that describe the preset, printed with results.
 func (p Preset) Summary() []string {
 	mem := "each engine's server limited to " + FormatBytes(p.MemLimit) + " (page cache included); InnoDB on buffered I/O"
-	if p.Memory == Equal && p.MemLimit != 0 && p.RocksDBMemLimit > p.MemLimit {
+	if p.rocksRaised() {
 		mem = "each engine's server limited to " + FormatBytes(p.MemLimit) + " (page cache included), MyRocks's to " +
 			FormatBytes(p.RocksDBMemLimit) + " (it is OOM-killed at the others' limit); InnoDB on buffered I/O"
 	}
