@@ -556,21 +556,34 @@ TEST_F(TxnTest, BankTransfersKeepTotalAtSnapshot) { BankRun(this, db_, cf_, TDB_
 TEST_F(TxnTest, LockWaitsAreCounted) {
     tdb_stats_t st;
     ASSERT_EQ(tdb_get_stats(db_, nullptr, &st), TDB_OK);
-    const uint64_t waits0 = st.lock_waits, timeouts0 = st.lock_timeouts;
+    const uint64_t waits0 = st.lock_waits, timeouts0 = st.lock_timeouts, micros0 = st.lock_wait_micros;
     tdb_txn_t *t1 = Begin(TDB_ISO_READ_COMMITTED, true), *t2 = Begin(TDB_ISO_READ_COMMITTED, true);
     ASSERT_EQ(W(t1, "w", "1"), TDB_OK);
     ASSERT_EQ(W(t2, "v", "2"), TDB_OK);  // uncontended: no wait
     ASSERT_EQ(tdb_get_stats(db_, nullptr, &st), TDB_OK);
     EXPECT_EQ(st.lock_waits, waits0);
     std::atomic<int> rc{1};
+    auto t0 = std::chrono::steady_clock::now();
     std::thread th([&] { rc = W(t2, "w", "2"); });  // waits for t1
+    while (true) {  // until t2 is queued behind t1
+        ASSERT_EQ(tdb_get_stats(db_, nullptr, &st), TDB_OK);
+        if (st.lock_waits > waits0) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     ASSERT_EQ(tdb_txn_commit(t1), TDB_OK);
     th.join();
+    const uint64_t waited = (uint64_t)std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::steady_clock::now() - t0).count();
     EXPECT_EQ(rc.load(), TDB_OK);
     ASSERT_EQ(tdb_get_stats(db_, nullptr, &st), TDB_OK);
     EXPECT_EQ(st.lock_waits, waits0 + 1);
     EXPECT_EQ(st.lock_timeouts, timeouts0);
+    // The wait lasted at least the 50 ms t1 kept the lock after t2 queued,
+    // and at most until t2 was joined.
+    EXPECT_GE(st.lock_wait_micros - micros0, 50000u);
+    EXPECT_LE(st.lock_wait_micros - micros0, waited);
+    EXPECT_GE(st.lock_wait_max_micros, st.lock_wait_micros - micros0);
     ASSERT_EQ(tdb_txn_commit(t2), TDB_OK);
     tdb_txn_free(t1), tdb_txn_free(t2);
 }

@@ -286,6 +286,8 @@ type Stats struct {
 	Slowdowns              uint64
 	StallTimeouts          uint64
 	LockWaits              uint64
+	LockWaitMicros         uint64
+	LockWaitMaxMicros      uint64
 	LockDeadlocks          uint64
 	LockTimeouts           uint64
 	BackgroundPaused       int
@@ -325,6 +327,8 @@ func statsFromC(c *C.tdb_stats_t) Stats {
 		Slowdowns:              uint64(c.slowdowns),
 		StallTimeouts:          uint64(c.stall_timeouts),
 		LockWaits:              uint64(c.lock_waits),
+		LockWaitMicros:         uint64(c.lock_wait_micros),
+		LockWaitMaxMicros:      uint64(c.lock_wait_max_micros),
 		LockDeadlocks:          uint64(c.lock_deadlocks),
 		LockTimeouts:           uint64(c.lock_timeouts),
 		BackgroundPaused:       int(c.background_paused),

@@ -669,6 +669,9 @@ typedef struct tdb_stats {
     uint64_t lock_waits;            /* row-lock requests that had to wait */
     uint64_t lock_deadlocks;        /* row-lock requests refused: deadlock */
     uint64_t lock_timeouts;         /* row-lock waits that timed out */
+    uint64_t lock_wait_micros;      /* time spent in row-lock waits (every
+                                       wait, granted or not) */
+    uint64_t lock_wait_max_micros;  /* the longest single wait */
     int      background_paused;     /* tdb_pause_background count */
     uint64_t memory_budget;         /* max_memory_usage, resolved */
     uint64_t last_sequence;

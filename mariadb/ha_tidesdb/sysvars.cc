@@ -317,7 +317,7 @@ struct StatusValues {
   ulonglong commits, rollbacks, dup_key_errors, point_reads, iterators;
   ulonglong unified_memtable_active, tables, column_families;
   ulonglong conflicts, lock_deadlocks, lock_wait_timeouts, write_stalls_busy;
-  ulonglong lock_waits, flushes_pending, compactions_pending;
+  ulonglong lock_waits, lock_wait_micros, lock_wait_max_micros, flushes_pending, compactions_pending;
   ulonglong alter_instant, alter_inplace, alter_index_rows, alter_catchup_rows;
   ulonglong range_locks;
   ulonglong wal_syncs, commits_ordered, commit_checkpoints;
@@ -367,6 +367,8 @@ static const SHOW_VAR status_template[] = {
     SV(lock_wait_timeouts, SHOW_ULONGLONG),
     SV(write_stalls_busy, SHOW_ULONGLONG),
     SV(lock_waits, SHOW_ULONGLONG),
+    SV(lock_wait_micros, SHOW_ULONGLONG),
+    SV(lock_wait_max_micros, SHOW_ULONGLONG),
     SV(flushes_pending, SHOW_ULONGLONG),
     SV(compactions_pending, SHOW_ULONGLONG),
     SV(alter_instant, SHOW_ULONGLONG),
@@ -410,6 +412,8 @@ static int show_tidesdb_vars(THD *, SHOW_VAR *var, void *, struct system_status_
     v.slowdowns = st.slowdowns;
     v.last_sequence = st.last_sequence;
     v.lock_waits = st.lock_waits;
+    v.lock_wait_micros = st.lock_wait_micros;
+    v.lock_wait_max_micros = st.lock_wait_max_micros;
     v.flushes_pending = st.flushes_pending;
     v.compactions_pending = st.compactions_pending;
     v.wal_syncs = st.wal_syncs;
@@ -493,7 +497,8 @@ bool show_engine_status(handlerton *, THD *thd, stat_print_fn *print, enum ha_st
             (ulonglong)st.immutable_memtables);
     appendf(s, "pending: %llu flushes, %llu compactions%s\n", (ulonglong)st.flushes_pending,
             (ulonglong)st.compactions_pending, st.background_paused ? " (background work paused)" : "");
-    appendf(s, "row locks: %llu waits, %llu deadlocks, %llu timeouts\n", (ulonglong)st.lock_waits,
+    appendf(s, "row locks: %llu waits (%llu us in all, longest %llu us), %llu deadlocks, %llu timeouts\n",
+            (ulonglong)st.lock_waits, (ulonglong)st.lock_wait_micros, (ulonglong)st.lock_wait_max_micros,
             (ulonglong)st.lock_deadlocks, (ulonglong)st.lock_timeouts);
     appendf(s, "entries (estimate): %llu, last sequence: %llu\n", (ulonglong)st.num_entries_estimate,
             (ulonglong)st.last_sequence);

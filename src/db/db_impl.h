@@ -264,8 +264,8 @@ struct tdb {
      * txn layer (above db), freed at close through lock_mgr_free. */
     void *lock_mgr;
     void (*lock_mgr_free)(void *);
-    /* Its counters for tdb_get_stats: waits, deadlocks, timeouts. */
-    void (*lock_mgr_counts)(void *, uint64_t *waits, uint64_t *deadlocks, uint64_t *timeouts);
+    /* Its counters for tdb_get_stats (the lock_* fields). */
+    void (*lock_mgr_counts)(void *, tdb_stats_t *out);
     atomic_uint_fast64_t next_txn_id;
     /* Prepared transactions without an outcome (db/prepared.c). */
     struct prepared_set *prepared;

@@ -38,7 +38,7 @@ size_t db_memory_budget(tdb_t *db);
  * with the callbacks the db calls at close (free_fn) and for its
  * statistics (counts); later calls return the same object. NULL if
  * create() failed. Takes the db mutex. */
-typedef void (*db_lock_counts_fn)(void *mgr, uint64_t *waits, uint64_t *deadlocks, uint64_t *timeouts);
+typedef void (*db_lock_counts_fn)(void *mgr, tdb_stats_t *out); /* fills out's lock_* fields */
 void *db_lock_mgr(tdb_t *db, void *(*create)(void), void (*free_fn)(void *), db_lock_counts_fn counts);
 
 /* ---- families (db/cf.c) ---- */

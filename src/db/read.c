@@ -208,7 +208,7 @@ int tdb_get_stats(tdb_t *db, tdb_cf_t *cf, tdb_stats_t *out) {
     pthread_mutex_lock(&db->mu);
     out->background_paused = db->bg_paused;
     if (db->lock_mgr && db->lock_mgr_counts)
-        db->lock_mgr_counts(db->lock_mgr, &out->lock_waits, &out->lock_deadlocks, &out->lock_timeouts);
+        db->lock_mgr_counts(db->lock_mgr, out);
     pthread_mutex_unlock(&db->mu);
     out->memory_budget = db->mem_budget;
     out->last_sequence = atomic_load(&db->visible_seq);

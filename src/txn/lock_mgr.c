@@ -56,6 +56,8 @@ lock_mgr_t *lock_mgr_create(void) {
     atomic_init(&m->range_waits, 0);
     atomic_init(&m->acquired, 0);
     atomic_init(&m->waits, 0);
+    atomic_init(&m->wait_us, 0);
+    atomic_init(&m->wait_max_us, 0);
     atomic_init(&m->deadlocks, 0);
     atomic_init(&m->timeouts, 0);
     atomic_init(&m->cancelled, 0);
@@ -428,6 +430,22 @@ static void lk_log(lock_owner_t *o, lk_grant_t *g, int upgrade) {
     if (!upgrade) o->nheld++;
 }
 
+/* CLOCK_MONOTONIC in microseconds. */
+static uint64_t lk_now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Add one wait's length to the totals and the longest. */
+static void lk_note_wait(lock_mgr_t *m, uint64_t us) {
+    STAT_ADD(m, wait_us, us);
+    uint64_t cur = atomic_load_explicit(&m->wait_max_us, memory_order_relaxed);
+    while (us > cur && !atomic_compare_exchange_weak_explicit(&m->wait_max_us, &cur, us, memory_order_relaxed,
+                                                              memory_order_relaxed)) {
+    }
+}
+
 /* Absolute CLOCK_MONOTONIC deadline timeout_us from now. */
 static struct timespec lk_deadline(int64_t timeout_us) {
     struct timespec ts;
@@ -506,6 +524,7 @@ static int lk_wait_for(lock_owner_t *o, lk_stripe_t *s, lk_head_t *h, lk_grant_t
     if (pass) STAT_ADD(m, range_waits, 1);
 
     struct timespec deadline;
+    const uint64_t t0 = lk_now_us();
     if (timeout_us > 0) deadline = lk_deadline(timeout_us);
     int granted, timed_out = 0;
     pthread_mutex_lock(&o->mu);
@@ -517,6 +536,7 @@ static int lk_wait_for(lock_owner_t *o, lk_stripe_t *s, lk_head_t *h, lk_grant_t
     cancelled = !granted && o->cancel;
     if (cancelled) o->cancel = 0;
     pthread_mutex_unlock(&o->mu);
+    lk_note_wait(m, lk_now_us() - t0);
 
     if (!granted) {
         /* Leave the queue, unless a grant raced with the timeout/cancel. */

@@ -182,6 +182,8 @@ void lock_clear_cancel(lock_owner_t *o);
 typedef struct lock_stats {
     uint64_t acquired;  /* lock_acquire calls that returned TDB_OK */
     uint64_t waits;     /* acquisitions that had to wait (enqueued) */
+    uint64_t wait_us;   /* time spent in those waits, however they ended */
+    uint64_t wait_max_us; /* the longest of them */
     uint64_t deadlocks; /* TDB_ERR_DEADLOCK returned */
     uint64_t timeouts;  /* TDB_ERR_TIMEOUT returned (incl. try-once) */
     uint64_t cancelled; /* TDB_ERR_ABORTED returned */

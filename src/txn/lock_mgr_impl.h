@@ -86,6 +86,7 @@ struct lock_mgr {
     lock_owner_t **stack;
     size_t stack_cap;
     _Atomic uint64_t acquired, waits, deadlocks, timeouts, cancelled, held;
+    _Atomic uint64_t wait_us, wait_max_us; /* time queued (every wait, however it ended) */
     _Atomic long owners;
     /* Under graph_mu: the wait hook (lock_mgr_set_wait_hook). */
     tdb_lock_wait_hook_fn hook;

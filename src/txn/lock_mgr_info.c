@@ -17,6 +17,8 @@
 void lock_mgr_stats(lock_mgr_t *m, lock_stats_t *out) {
     out->acquired = atomic_load_explicit(&m->acquired, memory_order_relaxed);
     out->waits = atomic_load_explicit(&m->waits, memory_order_relaxed);
+    out->wait_us = atomic_load_explicit(&m->wait_us, memory_order_relaxed);
+    out->wait_max_us = atomic_load_explicit(&m->wait_max_us, memory_order_relaxed);
     out->deadlocks = atomic_load_explicit(&m->deadlocks, memory_order_relaxed);
     out->timeouts = atomic_load_explicit(&m->timeouts, memory_order_relaxed);
     out->cancelled = atomic_load_explicit(&m->cancelled, memory_order_relaxed);

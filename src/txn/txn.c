@@ -123,12 +123,14 @@ static void txn_end(tdb_txn_t *t, int state) {
 
 static void free_lock_mgr(void *m) { lock_mgr_destroy((lock_mgr_t *)m); }
 
-static void txn_lock_counts(void *m, uint64_t *waits, uint64_t *deadlocks, uint64_t *timeouts) {
+static void txn_lock_counts(void *m, tdb_stats_t *out) {
     lock_stats_t s;
     lock_mgr_stats((lock_mgr_t *)m, &s);
-    *waits = s.waits;
-    *deadlocks = s.deadlocks;
-    *timeouts = s.timeouts;
+    out->lock_waits = s.waits;
+    out->lock_wait_micros = s.wait_us;
+    out->lock_wait_max_micros = s.wait_max_us;
+    out->lock_deadlocks = s.deadlocks;
+    out->lock_timeouts = s.timeouts;
 }
 
 /* Create a lock manager for the db's slot. */

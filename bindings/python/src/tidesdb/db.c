@@ -598,6 +598,7 @@ static PyObject *DB_stats(DBObject *self, PyObject *args, PyObject *kw)
     S(flush_bytes_written); S(compaction_bytes_read); S(compaction_bytes_written);
     S(flushes); S(compactions); S(stall_micros); S(stall_max_micros); S(stalls);
     S(slowdowns); S(stall_timeouts); S(lock_waits); S(lock_deadlocks); S(lock_timeouts);
+    S(lock_wait_micros); S(lock_wait_max_micros);
     S(background_paused); S(memory_budget); S(last_sequence);
 #undef S
     return d;
