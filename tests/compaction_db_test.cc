@@ -370,6 +370,85 @@ TEST_F(IdleLevel1, ZeroKeepsThePlainTrigger) {
     ASSERT_NO_FATAL_FAILURE(Verify(version));
 }
 
+// Read-triggered level 1: a queue's deleted head, flushed as one level-1
+// run (below the file-count trigger), stays there while nothing reads it;
+// once scans have stepped over more dead keys than level 1 holds entries,
+// the next flush finds level 1 due and its compaction into the bottom
+// drops the tombstones. Without the scans the same tree keeps its runs.
+class ReadTriggeredLevel1 : public CompactionDb {
+  protected:
+    static constexpr uint64_t kRows = 20000, kDeleted = 1200;
+    // Rows 0..kRows-1 at the bottom; rows 0..kDeleted-1 deleted and
+    // flushed: one level-1 run of kDeleted tombstones.
+    void Load() {
+        cfg_.l1_idle_file_trigger = 0;  // tdb_wait_idle keeps the plain trigger
+        cfg_.default_cf.write_buffer_size = 4 << 20;  // the base level is the bottom (as for a small table)
+        Open();
+        for (uint64_t i = 0; i < kRows; i++) Put(i);
+        ASSERT_EQ(TDB_OK, tdb_compact(db_, cf_)) << tdb_last_error();
+        for (uint64_t i = 0; i < kDeleted; i++) {
+            std::string k = Key(i);
+            ASSERT_EQ(TDB_OK, tdb_delete(db_, cf_, k.data(), k.size()));
+        }
+        ASSERT_EQ(TDB_OK, tdb_flush(db_, cf_)) << tdb_last_error();
+        ASSERT_EQ(TDB_OK, tdb_wait_idle(db_)) << tdb_last_error();
+        l1_bytes_ = Stats().levels[1].bytes;
+        bottom_bytes_ = Stats().levels[kLast].bytes;
+        ASSERT_EQ(1u, Stats().levels[1].files) << "the deleted head within one bottom file " << Shape(Stats());
+    }
+    uint64_t l1_bytes_ = 0, bottom_bytes_ = 0;
+    // The queue's head as a scan finds it: the first live key.
+    void ReadHead(int times) {
+        for (int t = 0; t < times; t++) {
+            tdb_iter_t *it = nullptr;
+            ASSERT_EQ(TDB_OK, tdb_iter_create(db_, cf_, nullptr, &it));
+            tdb_iter_seek_to_first(it);
+            ASSERT_TRUE(tdb_iter_valid(it));
+            size_t kl = 0;
+            const char *k = (const char *)tdb_iter_key(it, &kl);
+            ASSERT_EQ(Key(kDeleted), std::string(k, kl));
+            tdb_iter_destroy(it);
+        }
+    }
+    // One more small flush, and the background work it leads to.
+    tdb_stats_t FlushMore() {
+        Put(kRows + 1);
+        EXPECT_EQ(TDB_OK, tdb_flush(db_, cf_)) << tdb_last_error();
+        EXPECT_EQ(TDB_OK, tdb_wait_idle(db_)) << tdb_last_error();
+        return Stats();
+    }
+};
+
+TEST_F(ReadTriggeredLevel1, ScansOverTheDeletedHeadMakeLevel1Due) {
+    ASSERT_NO_FATAL_FAILURE(Load());
+    const uint64_t compactions = Stats().compactions;
+    ASSERT_NO_FATAL_FAILURE(ReadHead(2));  // 2,400 dead keys stepped over: more than level 1's 1,200 entries
+    tdb_stats_t st = FlushMore();
+    // The tombstones' run went down (the new flush may land after the pick).
+    EXPECT_LT(st.levels[1].bytes, l1_bytes_) << Shape(st);
+    EXPECT_GT(st.compactions, compactions) << Shape(st);
+    // Merged into the bottom: the deleted rows left with their tombstones.
+    EXPECT_LT(st.levels[kLast].bytes, bottom_bytes_ - kDeleted * 100) << Shape(st);
+    // The tombstones are gone with their rows: the head is found at once,
+    // and the count of dead keys starts again (a scan now meets none).
+    ASSERT_NO_FATAL_FAILURE(ReadHead(3));
+    st = FlushMore();
+    EXPECT_GE(st.levels[1].files, 1u) << "nothing to step over: level 1 waits for its trigger " << Shape(st);
+    for (uint64_t i = 0; i < kDeleted; i += 499) EXPECT_EQ("<" + std::string(tdb_strerror(TDB_ERR_NOT_FOUND)) + ">", Get(i));
+    EXPECT_EQ(Value(kDeleted, 100), Get(kDeleted));
+}
+
+TEST_F(ReadTriggeredLevel1, WithoutScansLevel1KeepsItsTrigger) {
+    ASSERT_NO_FATAL_FAILURE(Load());
+    ASSERT_NO_FATAL_FAILURE(ReadHead(0));
+    tdb_stats_t st = FlushMore();
+    EXPECT_EQ(2u, st.levels[1].files) << Shape(st);
+    // One scan steps over 1,200 dead keys: not more than level 1 holds.
+    ASSERT_NO_FATAL_FAILURE(ReadHead(1));
+    st = FlushMore();
+    EXPECT_EQ(3u, st.levels[1].files) << Shape(st);
+}
+
 // A negative l1_idle_file_trigger is refused at open.
 TEST_F(CompactionDb, NegativeIdleTriggerIsRefused) {
     cfg_.l1_idle_file_trigger = -1;

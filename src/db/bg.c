@@ -283,6 +283,7 @@ static bool do_compaction_work(tdb_t *db, uint32_t *rr) {
         compaction_t *c = compaction_pick(cf->current, &o, cf->compactions);
         if (!c) continue;
         *rr = (*rr + k + 1) % db->ncf_slots;
+        if (c->level == 1) atomic_store_explicit(&cf->dead_stepped, 0, memory_order_relaxed); /* counts anew */
         cf->compacting++;
         db->bg_compact_running++;
         db_log(db, TDB_LOG_DEBUG, "picked '%s' L%d->L%d%s: score %.2f, %d running", cf->name, c->level,

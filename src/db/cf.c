@@ -13,6 +13,7 @@ int cf_new(tdb_t *db, uint32_t id, const char *name, const tdb_cf_config_t *cfg,
     cf->id = id;
     cf->name = strdup(name);
     cf->cfg = *cfg;
+    atomic_init(&cf->dead_stepped, 0);
     cf->mem.mem = memtable_create_sized(db_write_buffer_limit(db, cf));
     cf->mem.log_number = log_number;
     cf->log_number = log_number;

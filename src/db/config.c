@@ -92,6 +92,23 @@ int db_validate_config(const tdb_config_t *c) {
     return db_validate_cf_config(&c->default_cf);
 }
 
+/* Read-triggered level-1 compaction (docs/design/version.md, "Scores"):
+ * level 1 holds at least DB_L1_READ_MIN_DELETES tombstones, and since it
+ * was last picked scans stepped over more dead keys than it holds entries
+ * (mu held). */
+bool db_l1_read_due(const tdb_cf_t *cf) {
+    version_t *v = cf->current;
+    int n = v ? version_num_files(v, 1) : 0;
+    if (n == 0) return false;
+    uint64_t entries = 0, deletes = 0;
+    for (int i = 0; i < n; i++) {
+        entries += version_file(v, 1, i)->num_entries;
+        deletes += version_file(v, 1, i)->num_deletes;
+    }
+    if (deletes < DB_L1_READ_MIN_DELETES) return false;
+    return atomic_load_explicit(&((tdb_cf_t *)(uintptr_t)cf)->dead_stepped, memory_order_relaxed) > entries;
+}
+
 /* Compaction policy settings derived from a family's config and state
  * (mu held). */
 compaction_opts_t db_compaction_opts(const tdb_cf_t *cf) {
@@ -119,6 +136,7 @@ compaction_opts_t db_compaction_opts(const tdb_cf_t *cf) {
     /* Data in the memtables will become level-1 files (level-1 batching),
      * unless a caller waits for the tree to settle (tdb_wait_idle). */
     o.writes_pending = !cf->db->settling && (cf->nimm > 0 || (cf->mem.mem && memtable_num_entries(cf->mem.mem) > 0));
+    o.l1_read_due = db_l1_read_due(cf);
     return o;
 }
 

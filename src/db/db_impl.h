@@ -117,6 +117,11 @@ struct tdb_cf {
     char *name;
     tdb_cf_config_t cfg;
     atomic_bool dropped;
+    /* Dead keys (deleted, expired, covered by a range tombstone) that
+     * iterators stepped over since the family's last level-1 compaction
+     * was picked: enough of them make level 1 due from one run (read-
+     * triggered compaction, docs/design/version.md "Scores"). */
+    atomic_uint_fast64_t dead_stepped;
 
     /* Under db->mu. */
     mem_slot_t mem;       /* active memtable */
@@ -300,6 +305,9 @@ int db_validate_config(const tdb_config_t *cfg);
 int db_validate_cf_config(const tdb_cf_config_t *cfg);
 void db_log(tdb_t *db, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 compaction_opts_t db_compaction_opts(const tdb_cf_t *cf);
+/* Tombstones level 1 must hold before reads can make it due. */
+#define DB_L1_READ_MIN_DELETES 1024
+bool db_l1_read_due(const tdb_cf_t *cf);
 sst_options_t db_sst_options(const tdb_cf_t *cf);
 /* The sync mode that governs writes to cf (unified mode overrides). */
 int db_cf_sync_mode(const tdb_t *db, const tdb_cf_t *cf);

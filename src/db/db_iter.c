@@ -90,6 +90,12 @@ static int reseek(tdb_iter_t *it, slice_t user, uint64_t seq, unsigned type) {
     return TDB_OK;
 }
 
+/* Count dead keys a move stepped over toward the family's read-triggered
+ * level-1 compaction (one atomic add per move that met any). */
+static void note_dead(tdb_iter_t *it, uint64_t dead) {
+    if (dead) atomic_fetch_add_explicit(&it->cf->dead_stepped, dead, memory_order_relaxed);
+}
+
 /* Forward: from the current internal position, find the next visible user
  * entry, skipping versions of saved_key when `skipping` (in one
  * next_user_key call where the source has it). After SKIP_BEFORE_RESEEK
@@ -99,6 +105,7 @@ static int reseek(tdb_iter_t *it, slice_t user, uint64_t seq, unsigned type) {
 static void find_next_user_entry(tdb_iter_t *it, bool skipping) {
     unsigned run = 0;   /* older versions of saved_key stepped over in a row */
     unsigned newer = 0; /* too-new versions of run_key stepped over in a row */
+    uint64_t dead = 0;  /* dead keys stepped over */
     while (iter_valid(it->in)) {
         slice_t ik = iter_key(it->in);
         if (!ikey_valid(ik)) {
@@ -157,6 +164,7 @@ static void find_next_user_entry(tdb_iter_t *it, bool skipping) {
             continue;
         }
         if (k == 0) {
+            dead++;
             buf_clear(&it->saved_key);
             if (buf_append(&it->saved_key, uk.data, uk.size) != TDB_OK) {
                 it->status = TDB_ERR_NOMEM; /* without the key its older versions would show */
@@ -172,16 +180,19 @@ static void find_next_user_entry(tdb_iter_t *it, bool skipping) {
         }
         it->cur_value = v;
         it->valid = true;
+        note_dead(it, dead);
         return;
     }
     if (it->status == TDB_OK) it->status = iter_status(it->in);
     it->valid = false;
+    note_dead(it, dead);
 }
 
 /* Reverse: walk back collecting the newest visible version of the key
  * before the current internal position. */
 static void find_prev_user_entry(tdb_iter_t *it) {
     int last_kind = 0; /* 0 = deletion/none, 1 = value */
+    uint64_t dead = 0; /* dead keys stepped over (a key whose newest visible version is dead) */
     buf_clear(&it->saved_key);
     buf_clear(&it->saved_value);
     while (iter_valid(it->in)) {
@@ -195,6 +206,7 @@ static void find_prev_user_entry(tdb_iter_t *it) {
         int k = classify(it, ik, raw, &v);
         if (k >= 0) {
             if (last_kind == 1 && slice_compare(uk, buf_slice(&it->saved_key)) < 0) break;
+            if (last_kind == 0 && it->saved_key.size && slice_compare(uk, buf_slice(&it->saved_key)) < 0) dead++;
             last_kind = k;
             buf_clear(&it->saved_key);
             buf_append(&it->saved_key, uk.data, uk.size);
@@ -204,6 +216,7 @@ static void find_prev_user_entry(tdb_iter_t *it) {
         iter_prev(it->in);
     }
     if (it->status == TDB_OK) it->status = iter_status(it->in);
+    note_dead(it, dead);
     if (last_kind == 1 && it->status == TDB_OK) {
         it->valid = true;
         it->dir = DIR_REVERSE;

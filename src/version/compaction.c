@@ -410,6 +410,7 @@ static double size_score(version_t *v, int level, uint64_t target) {
 int compaction_l1_trigger(version_t *v, const compaction_opts_t *o, int base) {
     int trig = o->l1_file_count_trigger > 0 ? o->l1_file_count_trigger : 1;
     int n = version_l1_runs(v);
+    if (o->l1_read_due) return 1;
     if (!o->writes_pending) return o->l1_idle_trigger > 0 && o->l1_idle_trigger < trig ? o->l1_idle_trigger : trig;
     if (n < trig || n >= 2 * trig) return trig;
     uint64_t l1_bytes = 0, base_bytes = 0;

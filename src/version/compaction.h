@@ -171,6 +171,10 @@ typedef struct compaction_opts {
                                 (see "Level-1 batching") */
     int l1_idle_trigger;     /* level-1 files due when writes_pending is 0,
                                 if below l1_file_count_trigger; 0: none */
+    int l1_read_due;         /* 1: scans stepped over more dead keys than
+                                level 1 holds entries since its last
+                                compaction: level 1 is due from one run
+                                (read-triggered, see "Scores") */
 } compaction_opts_t;
 
 typedef struct compaction_state compaction_state_t;
