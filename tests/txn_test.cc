@@ -588,6 +588,119 @@ TEST_F(TxnTest, LockWaitsAreCounted) {
     tdb_txn_free(t1), tdb_txn_free(t2);
 }
 
+// tdb_txn_unlock_since: a READ COMMITTED locking read that used no row
+// gives its lock back; nothing else is released, and the cases where it
+// would be unsafe are refused with the lock kept.
+class UnlockSinceTest : public TxnTest {
+  protected:
+    // Can another transaction lock k right now (exclusive, or shared)?
+    bool Free(const char *k, int exclusive = 1) {
+        tdb_txn_t *o = Begin(TDB_ISO_READ_COMMITTED, true);
+        EXPECT_EQ(tdb_txn_set_lock_timeout(o, 0), TDB_OK);
+        void *v = nullptr;
+        size_t n = 0;
+        int rc = tdb_txn_get_for_update(o, cf_, k, strlen(k), exclusive, &v, &n);
+        tdb_free(v);
+        tdb_txn_rollback(o);
+        tdb_txn_free(o);
+        EXPECT_TRUE(rc == TDB_OK || rc == TDB_ERR_NOT_FOUND || rc == TDB_ERR_TIMEOUT) << rc;
+        return rc != TDB_ERR_TIMEOUT;
+    }
+    int Lock(tdb_txn_t *t, const char *k, int exclusive = 1) {
+        void *v = nullptr;
+        size_t n = 0;
+        int rc = tdb_txn_get_for_update(t, cf_, k, strlen(k), exclusive, &v, &n);
+        tdb_free(v);
+        return rc;
+    }
+};
+
+TEST_F(UnlockSinceTest, ReleasesOnlyTheLocksTakenAfterTheMark) {
+    Set("a", "1"), Set("b", "2");
+    tdb_txn_t *t = Begin(TDB_ISO_READ_COMMITTED, true);
+    ASSERT_EQ(Lock(t, "a"), TDB_OK);
+    tdb_lock_mark_t m = tdb_txn_lock_mark(t);
+    ASSERT_EQ(Lock(t, "gone"), TDB_ERR_NOT_FOUND);  // a row deleted before its lock was granted
+    ASSERT_EQ(Lock(t, "b"), TDB_OK);
+    EXPECT_FALSE(Free("gone"));
+    EXPECT_FALSE(Free("b"));
+    ASSERT_EQ(tdb_txn_unlock_since(t, &m), TDB_OK);
+    EXPECT_TRUE(Free("gone"));
+    EXPECT_TRUE(Free("b"));
+    EXPECT_FALSE(Free("a"));  // taken before the mark: kept
+    // Twice is harmless; a lock taken again is held again.
+    EXPECT_EQ(tdb_txn_unlock_since(t, &m), TDB_OK);
+    ASSERT_EQ(Lock(t, "b"), TDB_OK);
+    EXPECT_FALSE(Free("b"));
+    ASSERT_EQ(tdb_txn_commit(t), TDB_OK);
+    EXPECT_TRUE(Free("a"));
+    tdb_txn_free(t);
+}
+
+TEST_F(UnlockSinceTest, AnUpgradeGoesBackToShared) {
+    Set("a", "1");
+    tdb_txn_t *t = Begin(TDB_ISO_READ_COMMITTED, true);
+    ASSERT_EQ(Lock(t, "a", 0), TDB_OK);
+    tdb_lock_mark_t m = tdb_txn_lock_mark(t);
+    ASSERT_EQ(Lock(t, "a", 1), TDB_OK);
+    EXPECT_FALSE(Free("a", 0));
+    ASSERT_EQ(tdb_txn_unlock_since(t, &m), TDB_OK);
+    EXPECT_TRUE(Free("a", 0));   // shared again: another reader may share it
+    EXPECT_FALSE(Free("a", 1));  // but not write it
+    ASSERT_EQ(tdb_txn_commit(t), TDB_OK);
+    tdb_txn_free(t);
+}
+
+TEST_F(UnlockSinceTest, UnsafeReleasesAreRefusedAndKeepTheLock) {
+    Set("a", "1"), Set("b", "2");
+    // A write after the mark: its lock must stay until commit.
+    tdb_txn_t *t = Begin(TDB_ISO_READ_COMMITTED, true);
+    tdb_lock_mark_t m = tdb_txn_lock_mark(t);
+    ASSERT_EQ(Lock(t, "a"), TDB_OK);
+    ASSERT_EQ(W(t, "a", "9"), TDB_OK);
+    EXPECT_EQ(tdb_txn_unlock_since(t, &m), TDB_ERR_INVALID_ARG);
+    EXPECT_FALSE(Free("a"));
+    // A savepoint after the mark.
+    m = tdb_txn_lock_mark(t);
+    ASSERT_EQ(tdb_txn_savepoint(t, "sp"), TDB_OK);
+    ASSERT_EQ(Lock(t, "b"), TDB_OK);
+    EXPECT_EQ(tdb_txn_unlock_since(t, &m), TDB_ERR_INVALID_ARG);
+    EXPECT_FALSE(Free("b"));
+    EXPECT_EQ(tdb_txn_unlock_since(t, nullptr), TDB_ERR_INVALID_ARG);
+    ASSERT_EQ(tdb_txn_commit(t), TDB_OK);
+    EXPECT_EQ(tdb_txn_unlock_since(t, &m), TDB_ERR_INVALID_ARG);  // not active
+    tdb_txn_free(t);
+    EXPECT_EQ(Get("a"), "9");
+    // Above READ COMMITTED a read keeps its lock.
+    t = Begin(TDB_ISO_SNAPSHOT, true);
+    m = tdb_txn_lock_mark(t);
+    ASSERT_EQ(Lock(t, "b"), TDB_OK);
+    EXPECT_EQ(tdb_txn_unlock_since(t, &m), TDB_ERR_INVALID_ARG);
+    EXPECT_FALSE(Free("b"));
+    tdb_txn_rollback(t);
+    tdb_txn_free(t);
+    // A mark of an earlier run of the same handle.
+    t = Begin(TDB_ISO_READ_COMMITTED, true);
+    m = tdb_txn_lock_mark(t);
+    tdb_txn_options_t o;
+    tdb_txn_options_default(&o);
+    o.isolation = TDB_ISO_READ_COMMITTED;
+    o.pessimistic = 1;
+    ASSERT_EQ(tdb_txn_reset(t, &o), TDB_OK);
+    ASSERT_EQ(Lock(t, "b"), TDB_OK);
+    EXPECT_EQ(tdb_txn_unlock_since(t, &m), TDB_ERR_INVALID_ARG);
+    EXPECT_FALSE(Free("b"));
+    tdb_txn_rollback(t);
+    tdb_txn_free(t);
+    // Optimistic transactions hold no locks: nothing to do.
+    t = Begin(TDB_ISO_READ_COMMITTED, false);
+    m = tdb_txn_lock_mark(t);
+    ASSERT_EQ(Lock(t, "b"), TDB_OK);
+    EXPECT_EQ(tdb_txn_unlock_since(t, &m), TDB_OK);
+    tdb_txn_rollback(t);
+    tdb_txn_free(t);
+}
+
 // Back-pressure at commit: small memtables, writers stop after two queued
 // ones, background work paused.
 class TxnBackPressureTest : public TxnTest {

@@ -420,6 +420,23 @@ TDB_API int  tdb_txn_get(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t kle
 TDB_API int  tdb_txn_get_for_update(tdb_txn_t *t, tdb_cf_t *cf, const void *key,
                                     size_t klen, int exclusive, void **val,
                                     size_t *vlen);
+/* Giving back the row locks of a locking read that used no row, as InnoDB
+ * does at READ COMMITTED: the row was gone once its lock was granted (a
+ * concurrent delete), or the caller's own condition rejects it. Take a
+ * mark before the read; tdb_txn_unlock_since then releases the locks the
+ * transaction took after it (a lock upgraded after it goes back to the
+ * mode held before). Refused with TDB_ERR_INVALID_ARG, releasing nothing:
+ * above TDB_ISO_READ_COMMITTED (there a read keeps its locks), after a
+ * write or a savepoint made since the mark, or a mark from another
+ * transaction or an earlier run of this one. Optimistic transactions hold
+ * no locks: nothing to release. */
+typedef struct tdb_lock_mark {
+    size_t   locks;  /* lock records held at the mark */
+    uint64_t writes; /* writes and savepoints before the mark */
+    uint64_t run;    /* the transaction's run (tdb_txn_reset starts one) */
+} tdb_lock_mark_t;
+TDB_API tdb_lock_mark_t tdb_txn_lock_mark(const tdb_txn_t *t);
+TDB_API int  tdb_txn_unlock_since(tdb_txn_t *t, const tdb_lock_mark_t *mark);
 /* Pessimistic transactions only (else TDB_ERR_INVALID_ARG): lock the keys
  * k of cf with lo <= k < hi (k <= hi with TDB_RANGE_HI_INCLUSIVE; hi NULL:
  * no upper bound; lolen 0: from the first key) until commit or rollback

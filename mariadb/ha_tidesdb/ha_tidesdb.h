@@ -28,6 +28,12 @@
  *  6. m_last_locked: the row of m_last_pk was read by a locking read in
  *     this statement, so update_row/delete_row can use the server's image
  *     of it for index maintenance; otherwise they lock and re-read it.
+ *  7. At READ COMMITTED a locking read that returns no row gives its lock
+ *     back, as InnoDB does: a scan's row found gone once its lock was
+ *     granted (deleted meanwhile), an index entry whose row moved, a row
+ *     the server rejects (unlock_row). m_lock_mark is taken before each
+ *     locking read of a row; a point read of an absent key keeps its lock
+ *     (it reserves the key). Above READ COMMITTED every lock is kept.
  */
 #ifndef TIDESQL_HA_TIDESDB_H
 #define TIDESQL_HA_TIDESDB_H
@@ -164,6 +170,7 @@ class ha_tidesdb : public handler {
   void close_iter();
   int encode_search_key(uint idx, const uchar *key, key_part_map map, std::string *out, uint *nparts);
   bool locking() const { return m_row_lock != ROW_LOCK_NONE; }
+  void unlock_unused_row(); /* invariant 7 */
   bool verify_index_rows() const;
   int read_row_by_pk(uchar *buf, const uchar *pk, size_t pklen);
   const uchar *stable_value(const uchar *val, size_t vl);
@@ -219,6 +226,7 @@ class ha_tidesdb : public handler {
 
   std::string m_last_pk;
   bool m_last_locked = false; /* invariant 6 */
+  tdb_lock_mark_t m_lock_mark = {0, 0, 0}; /* invariant 7 */
   std::string m_row_buf;
   std::string m_key_buf, m_key_buf2, m_val_buf, m_val_buf2, m_pk_buf;
   uchar *m_scratch = NULL; /* a record buffer for search keys */

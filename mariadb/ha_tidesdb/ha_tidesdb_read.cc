@@ -68,6 +68,7 @@ int ha_tidesdb::encode_search_key(uint idx, const uchar *key, key_part_map map, 
 int ha_tidesdb::read_row_by_pk(uchar *buf, const uchar *pk, size_t pklen) {
   g_counters.point_reads++;
   m_last_locked = false;
+  if (locking()) m_lock_mark = trx()->lock_mark();
   int err = locking() ? trx()->get_for_update(data_cf(), pk, pklen, m_row_lock == ROW_LOCK_EXCLUSIVE, &m_row_buf,
                                               m_skip_locked)
                       : trx()->get(data_cf(), pk, pklen, &m_row_buf);
@@ -88,7 +89,11 @@ const uchar *ha_tidesdb::stable_value(const uchar *val, size_t vl) {
 
 /* A row from the data family (key = encoded primary key). */
 int ha_tidesdb::row_from_data_entry(uchar *buf, const uchar *key, size_t kl, const uchar *val, size_t vl) {
-  if (locking()) return read_row_by_pk(buf, key, kl);
+  if (locking()) {
+    int err = read_row_by_pk(buf, key, kl);
+    if (err == HA_ERR_KEY_NOT_FOUND) unlock_unused_row(); /* deleted while we waited for it */
+    return err;
+  }
   m_last_locked = false;
   m_last_pk.assign((const char *)key, kl);
   return row_unpack(table, stable_value(val, vl), vl, buf, &m_def->rowfmt);
@@ -104,12 +109,14 @@ int ha_tidesdb::row_from_index_entry(uchar *buf, uint idx, const uchar *ekey, si
   if (want_full_row()) {
     m_pk_buf.assign((const char *)val, m_pk_len);
     int err = read_row_by_pk(buf, (const uchar *)m_pk_buf.data(), m_pk_len);
+    if (err == HA_ERR_KEY_NOT_FOUND && locking()) unlock_unused_row();
     if (err || !verify_index_rows()) return err;
     /* The row may have changed since the entry was read: skip it then. */
     std::string k, v;
     bool has_null;
     encode_index_entry(idx, buf, m_pk_buf, &k, &v, &has_null);
     if (k.size() != eklen || memcmp(k.data(), ekey, eklen) != 0) {
+      if (m_last_locked) unlock_unused_row();
       m_last_locked = false;
       return HA_ERR_KEY_NOT_FOUND;
     }
@@ -385,10 +392,18 @@ int ha_tidesdb::rnd_pos(uchar *buf, uchar *pos) {
   return err;
 }
 
-/* The server does not use the last row read. The library has no way to
- * give back one row lock, so it is kept until the transaction ends (as
- * InnoDB does at REPEATABLE READ). */
-void ha_tidesdb::unlock_row() {}
+/* Invariant 7: the lock of the row last read is given back at READ
+ * COMMITTED (a refused release keeps it; above READ COMMITTED it is kept
+ * to the end of the transaction, as InnoDB does). */
+void ha_tidesdb::unlock_unused_row() {
+  if (m_trx && trx()->unlock_since(m_lock_mark)) g_counters.rows_unlocked++;
+  m_last_locked = false;
+}
+
+/* The server does not use the row last returned (its WHERE does not hold). */
+void ha_tidesdb::unlock_row() {
+  if (m_last_locked) unlock_unused_row();
+}
 
 /* The ref of the row in record: its primary key encoded from the record
  * itself, which need not be the last row this handler read (row-based

@@ -319,7 +319,7 @@ struct StatusValues {
   ulonglong conflicts, lock_deadlocks, lock_wait_timeouts, write_stalls_busy;
   ulonglong lock_waits, lock_wait_micros, lock_wait_max_micros, flushes_pending, compactions_pending;
   ulonglong alter_instant, alter_inplace, alter_index_rows, alter_catchup_rows;
-  ulonglong range_locks;
+  ulonglong range_locks, rows_unlocked;
   ulonglong wal_syncs, commits_ordered, commit_checkpoints;
   char build[16];
 };
@@ -376,6 +376,7 @@ static const SHOW_VAR status_template[] = {
     SV(alter_index_rows, SHOW_ULONGLONG),
     SV(alter_catchup_rows, SHOW_ULONGLONG),
     SV(range_locks, SHOW_ULONGLONG),
+    SV(rows_unlocked, SHOW_ULONGLONG),
     SV(wal_syncs, SHOW_ULONGLONG),
     SV(commits_ordered, SHOW_ULONGLONG),
     SV(commit_checkpoints, SHOW_ULONGLONG),
@@ -440,6 +441,7 @@ static int show_tidesdb_vars(THD *, SHOW_VAR *var, void *, struct system_status_
   v.alter_index_rows = g_counters.alter_index_rows;
   v.alter_catchup_rows = g_counters.alter_catchup_rows;
   v.range_locks = g_counters.range_locks;
+  v.rows_unlocked = g_counters.rows_unlocked;
   v.unified_memtable_active = g_unified_active;
   v.tables = dict_table_names().size();
   v.conflicts = Trx::s_conflicts;

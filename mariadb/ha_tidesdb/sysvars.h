@@ -71,6 +71,7 @@ struct Counters {
   std::atomic<ulonglong> alter_catchup_rows{0};
   /* Range locks taken by locking scans (ha_tidesdb_range.cc). */
   std::atomic<ulonglong> range_locks{0};
+  std::atomic<ulonglong> rows_unlocked{0}; /* READ COMMITTED locks given back (ha_tidesdb.h invariant 7) */
 };
 extern Counters g_counters;
 

@@ -578,6 +578,17 @@ int Trx::get_for_update(tdb_cf_t *cf, const uchar *key, size_t klen, bool exclus
   return 0;
 }
 
+tdb_lock_mark_t Trx::lock_mark() const {
+  if (m_txn) return tdb_txn_lock_mark(m_txn);
+  tdb_lock_mark_t none = {0, 0, 0};
+  return none;
+}
+
+bool Trx::unlock_since(const tdb_lock_mark_t &mark) {
+  if (!m_active || m_prepared || !m_txn || !pessimistic() || m_opts.isolation > TDB_ISO_READ_COMMITTED) return false;
+  return tdb_txn_unlock_since(m_txn, &mark) == TDB_OK;
+}
+
 int Trx::lock_range(tdb_cf_t *cf, const std::string &lo, const std::string *hi, bool exclusive, uint64_t *id) {
   int err = begin();
   if (err) return err;

@@ -134,6 +134,12 @@ class Trx {
   int get(tdb_cf_t *cf, const uchar *key, size_t klen, std::string *val);
   int get_for_update(tdb_cf_t *cf, const uchar *key, size_t klen, bool exclusive, std::string *val,
                      bool skip_locked = false);
+  /* READ COMMITTED: give back the row locks taken since lock_mark() by a
+   * locking read that returns no row (tdb_txn_unlock_since). Where the
+   * library refuses (a higher level, a write or savepoint since the mark)
+   * the locks are kept, which is always safe: false. */
+  tdb_lock_mark_t lock_mark() const;
+  bool unlock_since(const tdb_lock_mark_t &mark);
 
   /* Range lock (pessimistic only; else nothing): keys k of cf with
    * lo <= k < *hi (hi NULL: no upper bound), held to the end of the

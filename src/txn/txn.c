@@ -78,6 +78,7 @@ struct tdb_txn {
     buf_t xid;          /* PREPARED: its xid */
     bool preparing;     /* in tdb_txn_prepare: written keys are checked at every level */
     void *user;         /* tdb_txn_set_user, for the lock-wait hook */
+    uint64_t writes;    /* writes and savepoints in this run (tdb_txn_unlock_since) */
 };
 
 void tdb_txn_options_default(tdb_txn_options_t *o) {
@@ -152,6 +153,7 @@ static int txn_start(tdb_txn_t *t, const tdb_txn_options_t *opts) {
     if (o.max_bytes == 0) o.max_bytes = db_memory_budget(t->db) / 4;
     t->opts = o;
     t->id = db_next_txn_id(t->db);
+    t->writes = 0;
     if (o.pessimistic && !t->locks) {
         lock_mgr_t *m = txn_lock_mgr(t->db);
         if (!m) return tdb_err(TDB_ERR_NOMEM, "lock manager");
@@ -323,6 +325,7 @@ static int txn_write(tdb_txn_t *t, tdb_cf_t *cf, unsigned type, const void *key,
     if (wbuf_bytes(t->wb) + klen + vlen > t->opts.max_bytes)
         RAISE(TDB_ERR_TOO_LARGE, "transaction exceeds its %zu-byte budget", t->opts.max_bytes);
     slice_t k = slice_make(key, klen);
+    t->writes++; /* counted from the lock on: an unlock may not undo it */
     if (t->locks) TRY(lock_key(t, cf, k, 1));
     TRY(note_cf(t, cf));
     if (type == KT_PUT && ttl > 0) {
@@ -408,6 +411,30 @@ int tdb_txn_get_for_update(tdb_txn_t *t, tdb_cf_t *cf, const void *key, size_t k
         }
     }
     return rc;
+}
+
+tdb_lock_mark_t tdb_txn_lock_mark(const tdb_txn_t *t) {
+    tdb_lock_mark_t m = {0, 0, 0};
+    if (!t) return m;
+    m.locks = t->locks ? lock_owner_count(t->locks) : 0;
+    m.writes = t->writes;
+    m.run = t->id;
+    return m;
+}
+
+int tdb_txn_unlock_since(tdb_txn_t *t, const tdb_lock_mark_t *mark) {
+    TDB_RET(check_active(t));
+    if (!mark) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_txn_unlock_since: NULL mark");
+    if (mark->run != t->id) return tdb_err(TDB_ERR_INVALID_ARG, "lock mark of another transaction");
+    if (t->opts.isolation > TDB_ISO_READ_COMMITTED)
+        return tdb_err(TDB_ERR_INVALID_ARG, "read locks are kept above READ COMMITTED");
+    if (t->writes != mark->writes)
+        return tdb_err(TDB_ERR_INVALID_ARG, "the transaction wrote or made a savepoint after the lock mark");
+    if (!t->locks) return TDB_OK;
+    if (mark->locks > lock_owner_count(t->locks))
+        return tdb_err(TDB_ERR_INVALID_ARG, "lock mark past the locks held (rolled back past it)");
+    lock_release_since(t->locks, mark->locks);
+    return TDB_OK;
 }
 
 int tdb_txn_lock_range(tdb_txn_t *t, tdb_cf_t *cf, const void *lo, size_t lolen, const void *hi, size_t hilen,
@@ -702,6 +729,7 @@ int tdb_txn_savepoint(tdb_txn_t *t, const char *name) {
     sp->wb_mark = wbuf_mark(t->wb);
     sp->lock_mark = t->locks ? lock_owner_count(t->locks) : 0;
     t->nsps++;
+    t->writes++; /* no tdb_txn_unlock_since across it */
     return TDB_OK;
 }
 
