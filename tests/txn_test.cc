@@ -613,6 +613,15 @@ class UnlockSinceTest : public TxnTest {
         tdb_free(v);
         return rc;
     }
+    // Lock "b" after mark m, try to give it back (want: the result), check
+    // whether it is still held, then end and free t.
+    void LockThenUnlock(tdb_txn_t *t, tdb_lock_mark_t m, int want, bool held) {
+        EXPECT_EQ(Lock(t, "b"), TDB_OK);
+        EXPECT_EQ(tdb_txn_unlock_since(t, &m), want);
+        EXPECT_EQ(Free("b"), !held);
+        tdb_txn_rollback(t);
+        tdb_txn_free(t);
+    }
 };
 
 TEST_F(UnlockSinceTest, ReleasesOnlyTheLocksTakenAfterTheMark) {
@@ -673,12 +682,7 @@ TEST_F(UnlockSinceTest, UnsafeReleasesAreRefusedAndKeepTheLock) {
     EXPECT_EQ(Get("a"), "9");
     // Above READ COMMITTED a read keeps its lock.
     t = Begin(TDB_ISO_SNAPSHOT, true);
-    m = tdb_txn_lock_mark(t);
-    ASSERT_EQ(Lock(t, "b"), TDB_OK);
-    EXPECT_EQ(tdb_txn_unlock_since(t, &m), TDB_ERR_INVALID_ARG);
-    EXPECT_FALSE(Free("b"));
-    tdb_txn_rollback(t);
-    tdb_txn_free(t);
+    LockThenUnlock(t, tdb_txn_lock_mark(t), TDB_ERR_INVALID_ARG, true);
     // A mark of an earlier run of the same handle.
     t = Begin(TDB_ISO_READ_COMMITTED, true);
     m = tdb_txn_lock_mark(t);
@@ -687,18 +691,10 @@ TEST_F(UnlockSinceTest, UnsafeReleasesAreRefusedAndKeepTheLock) {
     o.isolation = TDB_ISO_READ_COMMITTED;
     o.pessimistic = 1;
     ASSERT_EQ(tdb_txn_reset(t, &o), TDB_OK);
-    ASSERT_EQ(Lock(t, "b"), TDB_OK);
-    EXPECT_EQ(tdb_txn_unlock_since(t, &m), TDB_ERR_INVALID_ARG);
-    EXPECT_FALSE(Free("b"));
-    tdb_txn_rollback(t);
-    tdb_txn_free(t);
+    LockThenUnlock(t, m, TDB_ERR_INVALID_ARG, true);
     // Optimistic transactions hold no locks: nothing to do.
     t = Begin(TDB_ISO_READ_COMMITTED, false);
-    m = tdb_txn_lock_mark(t);
-    ASSERT_EQ(Lock(t, "b"), TDB_OK);
-    EXPECT_EQ(tdb_txn_unlock_since(t, &m), TDB_OK);
-    tdb_txn_rollback(t);
-    tdb_txn_free(t);
+    LockThenUnlock(t, tdb_txn_lock_mark(t), TDB_OK, false);
 }
 
 // Back-pressure at commit: small memtables, writers stop after two queued
