@@ -173,6 +173,7 @@ class ha_tidesdb : public handler {
   void unlock_unused_row(); /* invariant 7 */
   bool verify_index_rows() const;
   int read_row_by_pk(uchar *buf, const uchar *pk, size_t pklen);
+  int read_scanned_row(uchar *buf, const uchar *pk, size_t pklen);
   const uchar *stable_value(const uchar *val, size_t vl);
   int row_from_data_entry(uchar *buf, const uchar *key, size_t kl, const uchar *val, size_t vl);
   int row_from_index_entry(uchar *buf, uint idx, const uchar *ekey, size_t eklen, const uchar *val,

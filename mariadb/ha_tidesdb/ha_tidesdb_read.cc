@@ -87,13 +87,18 @@ const uchar *ha_tidesdb::stable_value(const uchar *val, size_t vl) {
   return (const uchar *)m_row_buf.data();
 }
 
+/* The row of a scanned entry by primary key: in a locking scan a row
+ * found gone (deleted while we waited for its lock) gives the lock back
+ * (invariant 7). */
+int ha_tidesdb::read_scanned_row(uchar *buf, const uchar *pk, size_t pklen) {
+  int err = read_row_by_pk(buf, pk, pklen);
+  if (err == HA_ERR_KEY_NOT_FOUND && locking()) unlock_unused_row();
+  return err;
+}
+
 /* A row from the data family (key = encoded primary key). */
 int ha_tidesdb::row_from_data_entry(uchar *buf, const uchar *key, size_t kl, const uchar *val, size_t vl) {
-  if (locking()) {
-    int err = read_row_by_pk(buf, key, kl);
-    if (err == HA_ERR_KEY_NOT_FOUND) unlock_unused_row(); /* deleted while we waited for it */
-    return err;
-  }
+  if (locking()) return read_scanned_row(buf, key, kl);
   m_last_locked = false;
   m_last_pk.assign((const char *)key, kl);
   return row_unpack(table, stable_value(val, vl), vl, buf, &m_def->rowfmt);
@@ -108,8 +113,7 @@ int ha_tidesdb::row_from_index_entry(uchar *buf, uint idx, const uchar *ekey, si
   if (vl < m_pk_len) return HA_ERR_CRASHED;
   if (want_full_row()) {
     m_pk_buf.assign((const char *)val, m_pk_len);
-    int err = read_row_by_pk(buf, (const uchar *)m_pk_buf.data(), m_pk_len);
-    if (err == HA_ERR_KEY_NOT_FOUND && locking()) unlock_unused_row();
+    int err = read_scanned_row(buf, (const uchar *)m_pk_buf.data(), m_pk_len);
     if (err || !verify_index_rows()) return err;
     /* The row may have changed since the entry was read: skip it then. */
     std::string k, v;

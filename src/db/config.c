@@ -92,21 +92,23 @@ int db_validate_config(const tdb_config_t *c) {
     return db_validate_cf_config(&c->default_cf);
 }
 
-/* Read-triggered level-1 compaction (docs/design/version.md, "Scores"):
- * level 1 holds at least DB_L1_READ_MIN_DELETES tombstones, and since it
- * was last picked scans stepped over more dead keys than it holds entries
- * (mu held). */
+/* Read-triggered level-1 compaction (docs/design/version.md,
+ * "Read-triggered level 1"): level 1 holds at least DB_L1_READ_MIN_DELETES
+ * tombstones, and since it was last picked scans stepped over more dead
+ * keys than it holds entries (mu held). */
 bool db_l1_read_due(const tdb_cf_t *cf) {
+    /* The count must exceed level 1's entries, at least its tombstones:
+     * below the minimum, level 1 need not be looked at. */
+    uint64_t dead = atomic_load_explicit(&((tdb_cf_t *)(uintptr_t)cf)->dead_stepped, memory_order_relaxed);
+    if (dead <= DB_L1_READ_MIN_DELETES) return false;
     version_t *v = cf->current;
     int n = v ? version_num_files(v, 1) : 0;
-    if (n == 0) return false;
     uint64_t entries = 0, deletes = 0;
     for (int i = 0; i < n; i++) {
         entries += version_file(v, 1, i)->num_entries;
         deletes += version_file(v, 1, i)->num_deletes;
     }
-    if (deletes < DB_L1_READ_MIN_DELETES) return false;
-    return atomic_load_explicit(&((tdb_cf_t *)(uintptr_t)cf)->dead_stepped, memory_order_relaxed) > entries;
+    return deletes >= DB_L1_READ_MIN_DELETES && dead > entries;
 }
 
 /* Compaction policy settings derived from a family's config and state

@@ -119,8 +119,8 @@ struct tdb_cf {
     atomic_bool dropped;
     /* Dead keys (deleted, expired, covered by a range tombstone) that
      * iterators stepped over since the family's last level-1 compaction
-     * was picked: enough of them make level 1 due from one run (read-
-     * triggered compaction, docs/design/version.md "Scores"). */
+     * was picked: enough of them make level 1 due from one run
+     * (docs/design/version.md, "Read-triggered level 1"). */
     atomic_uint_fast64_t dead_stepped;
 
     /* Under db->mu. */

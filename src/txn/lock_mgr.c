@@ -430,12 +430,13 @@ static void lk_log(lock_owner_t *o, lk_grant_t *g, int upgrade) {
     if (!upgrade) o->nheld++;
 }
 
-/* CLOCK_MONOTONIC in microseconds. */
-static uint64_t lk_now_us(void) {
+/* CLOCK_MONOTONIC now; a time in microseconds. */
+static struct timespec lk_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+    return ts;
 }
+static uint64_t lk_us(struct timespec ts) { return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u; }
 
 /* Add one wait's length to the totals and the longest. */
 static void lk_note_wait(lock_mgr_t *m, uint64_t us) {
@@ -446,10 +447,8 @@ static void lk_note_wait(lock_mgr_t *m, uint64_t us) {
     }
 }
 
-/* Absolute CLOCK_MONOTONIC deadline timeout_us from now. */
-static struct timespec lk_deadline(int64_t timeout_us) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+/* Absolute CLOCK_MONOTONIC deadline timeout_us after ts. */
+static struct timespec lk_deadline(struct timespec ts, int64_t timeout_us) {
     int64_t sec = timeout_us / 1000000, nsec = (timeout_us % 1000000) * 1000;
     ts.tv_sec += (time_t)sec;
     ts.tv_nsec += (long)nsec;
@@ -524,8 +523,8 @@ static int lk_wait_for(lock_owner_t *o, lk_stripe_t *s, lk_head_t *h, lk_grant_t
     if (pass) STAT_ADD(m, range_waits, 1);
 
     struct timespec deadline;
-    const uint64_t t0 = lk_now_us();
-    if (timeout_us > 0) deadline = lk_deadline(timeout_us);
+    const struct timespec t0 = lk_now(); /* the wait's start, and its deadline's */
+    if (timeout_us > 0) deadline = lk_deadline(t0, timeout_us);
     int granted, timed_out = 0;
     pthread_mutex_lock(&o->mu);
     while (!w->granted && !o->cancel && !timed_out) {
@@ -536,7 +535,7 @@ static int lk_wait_for(lock_owner_t *o, lk_stripe_t *s, lk_head_t *h, lk_grant_t
     cancelled = !granted && o->cancel;
     if (cancelled) o->cancel = 0;
     pthread_mutex_unlock(&o->mu);
-    lk_note_wait(m, lk_now_us() - t0);
+    lk_note_wait(m, lk_us(lk_now()) - lk_us(t0));
 
     if (!granted) {
         /* Leave the queue, unless a grant raced with the timeout/cancel. */

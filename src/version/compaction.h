@@ -174,7 +174,7 @@ typedef struct compaction_opts {
     int l1_read_due;         /* 1: scans stepped over more dead keys than
                                 level 1 holds entries since its last
                                 compaction: level 1 is due from one run
-                                (read-triggered, see "Scores") */
+                                (docs/design/version.md, "Read-triggered level 1") */
 } compaction_opts_t;
 
 typedef struct compaction_state compaction_state_t;
