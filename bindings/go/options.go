@@ -82,6 +82,10 @@ type Options struct {
 	// compaction once its writes stop, if below its L1FileCountTrigger;
 	// 0 = the family's trigger applies then too.
 	L1IdleFileTrigger int
+	// ReleaseBeforeSync: a commit group that syncs the WAL is made visible
+	// and its transactions give back their row locks before the fsync;
+	// each commit still returns once durable (tdb_config_t.release_before_sync).
+	ReleaseBeforeSync bool
 	DefaultCF         CFOptions // settings of the "default" family
 }
 
@@ -161,6 +165,7 @@ func optionsFromC(c *C.tdb_config_t) Options {
 		WriteStallTimeout:              time.Duration(c.write_stall_timeout_ms) * time.Millisecond,
 		MmapReads:                      c.mmap_reads != 0,
 		L1IdleFileTrigger:              int(c.l1_idle_file_trigger),
+		ReleaseBeforeSync:              c.release_before_sync != 0,
 		DefaultCF:                      cfOptionsFromC(&c.default_cf),
 	}
 }
@@ -183,6 +188,7 @@ func (o *Options) toC(c *C.tdb_config_t) error {
 	c.write_stall_timeout_ms = C.int64_t(o.WriteStallTimeout / time.Millisecond)
 	c.mmap_reads = b2i(o.MmapReads)
 	c.l1_idle_file_trigger = C.int(o.L1IdleFileTrigger)
+	c.release_before_sync = b2i(o.ReleaseBeforeSync)
 	return o.DefaultCF.toC(&c.default_cf)
 }
 

@@ -193,6 +193,25 @@ typedef struct tdb_config {
                                           one is a sorted run every seek
                                           and scan merges. 0: the family's
                                           trigger applies idle too: 2 */
+    int      release_before_sync;      /* 1: a commit group that syncs the
+                                          WAL is applied and made visible
+                                          first, the row locks of its
+                                          transactions are released, and
+                                          then the log is synced; each
+                                          commit still returns only once
+                                          it is durable (InnoDB's order: a
+                                          lock waiter goes on during the
+                                          fsync). Readers may then see a
+                                          commit that a crash loses before
+                                          it was acknowledged (a commit
+                                          that depends on it is logged
+                                          after it, so it is lost too),
+                                          and a failed fsync is sticky for
+                                          the database even when the disk
+                                          is only full (the writes were
+                                          already visible). 0: a commit is
+                                          visible and releases its locks
+                                          after its sync: 0 */
     tdb_cf_config_t default_cf;        /* settings of the "default" family */
 } tdb_config_t;
 

@@ -40,6 +40,7 @@ void tdb_config_default(tdb_config_t *c) {
     c->write_stall_timeout_ms = 0;
     c->mmap_reads = 1;
     c->l1_idle_file_trigger = 2;
+    c->release_before_sync = 0;
     tdb_cf_config_default(&c->default_cf);
 }
 
@@ -82,6 +83,8 @@ int db_validate_config(const tdb_config_t *c) {
         return tdb_err(TDB_ERR_INVALID_ARG, "mmap_reads must be 0 or 1");
     if (c->l1_idle_file_trigger < 0)
         return tdb_err(TDB_ERR_INVALID_ARG, "l1_idle_file_trigger must be >= 0 (0 = the families' own trigger)");
+    if (c->release_before_sync != 0 && c->release_before_sync != 1)
+        return tdb_err(TDB_ERR_INVALID_ARG, "release_before_sync must be 0 or 1");
     if (c->unified_memtable) {
         if (c->unified_memtable_write_buffer_size < (64u << 10) ||
             c->unified_memtable_write_buffer_size > ((size_t)16 << 30))

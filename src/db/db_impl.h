@@ -22,7 +22,15 @@
  *     leader sees every earlier write applied and visible. A direct
  *     write's range is published by whichever direct writer completes the
  *     run of applied batches up to it (db/direct.h), in sequence order.
- *  3. Every memtable switch rotates the WAL, and the old WAL is fsynced
+ *  2b. release_before_sync (tdb_config_t): a group that needs an fsync is
+     appended, applied and published first; the leader then calls each
+     member's visibility function (a transaction releases its row locks)
+     and syncs the WAL before it wakes the group or hands the queue on, so
+     no writer returns before its write is durable and the next leader
+     finds the log synced (a memtable switch still follows a synced WAL:
+     invariant 3). A failed fsync there is sticky, also out of space: the
+     group is already visible, so it cannot be cut off (invariant 7).
+  3. Every memtable switch rotates the WAL, and the old WAL is fsynced
  *     before the new one is created. Hence any memtable that reaches an SST
  *     contains only data whose WAL is durable, and after a crash the state
  *     recovered with NONE/INTERVAL sync is a prefix of the acknowledged
@@ -140,6 +148,7 @@ struct tdb_cf {
 typedef struct writer {
     tdb_batch_t *batch;
     writer_validate_fn validate;
+    writer_visible_fn visible; /* release_before_sync: called once visible (db_txn.h) */
     void *vctx;
     bool sync;     /* a family it writes is TDB_SYNC_FULL */
     /* A prepare or the commit of a prepared transaction: its registry entry,
@@ -410,6 +419,9 @@ int db_switch_memtable(tdb_t *db, tdb_cf_t *cf);
 /* Append records to the WAL, fsync if `sync` (wal_mu held); *nospace: out
  * of space, nothing written (invariant 7). */
 int db_wal_append_locked(tdb_t *db, const slice_t *payloads, int n, bool sync, bool dirty, bool *nospace);
+/* fsync the WAL after a group already visible (invariant 2b; wal_mu
+ * held): every error is the caller's sticky error, out of space too. */
+int db_wal_sync_locked(tdb_t *db);
 
 /* ---- db/bg.c: background work (flush, compaction, the WAL fsync thread) ---- */
 /* Background fsync of the WAL for families in TDB_SYNC_INTERVAL mode. */

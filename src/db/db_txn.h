@@ -73,11 +73,19 @@ int group_keys_has(const group_keys_t *g, uint32_t cf_id, slice_t key);
  * error (TDB_ERR_CONFLICT) that fails only this writer. */
 typedef int (*writer_validate_fn)(void *ctx, tdb_t *db, const group_keys_t *earlier);
 
+/* Called by the write leader, with the writer's ctx, once the batch is
+ * applied and visible and before the WAL is synced for it: only in a
+ * group that syncs under tdb_config_t.release_before_sync (db/write_group.c).
+ * The writer's thread is parked meanwhile; the call must not block. */
+typedef void (*writer_visible_fn)(void *ctx);
+
 /* Commit a batch through the write queue with an optional validation. */
 int db_write_validated(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx);
 /* ...with a back-pressure bound (0 = the config's write_stall_timeout_ms,
- * < 0 = none): past it TDB_ERR_BUSY, nothing applied, fn not called. */
-int db_write_bounded(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx, int64_t stall_timeout_ms);
+ * < 0 = none): past it TDB_ERR_BUSY, nothing applied, fn not called; and
+ * an optional visibility call (above). */
+int db_write_bounded(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, writer_visible_fn visible, void *ctx,
+                     int64_t stall_timeout_ms);
 
 /* ---- two-phase commit (db/prepared.c, db/write_prepared.c) ---- */
 /* Log b as the PREPARE record of xid (TDB_ERR_EXISTS if xid is taken)

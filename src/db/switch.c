@@ -394,3 +394,10 @@ int db_wal_append_locked(tdb_t *db, const slice_t *payloads, int n, bool sync, b
     if (rc != TDB_OK) db_log(db, TDB_LOG_ERROR, "WAL write failed: %s", tdb_last_error());
     return rc;
 }
+
+int db_wal_sync_locked(tdb_t *db) {
+    int rc = wal_writer_sync(db->wal); /* not sync_group: the group cannot be cut off */
+    atomic_fetch_add(&db->ctr.wal_syncs, 1);
+    if (rc != TDB_OK) db_log(db, TDB_LOG_ERROR, "WAL sync after a visible group failed: %s", tdb_last_error());
+    return rc;
+}

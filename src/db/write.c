@@ -16,7 +16,8 @@ static uint64_t now_us(tdb_t *db) { return db->env->now_micros(db->env); }
 
 /* Commit b through the direct lane when it may take it, else through the
  * writer queue (validation fn, back-pressure bound: db_impl.h). */
-int db_write_bounded(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx, int64_t stall_timeout_ms) {
+int db_write_bounded(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, writer_visible_fn visible, void *ctx,
+                     int64_t stall_timeout_ms) {
     if (!db || !b) return tdb_err(TDB_ERR_INVALID_ARG, "tdb_write: NULL argument");
     if (tdb_batch_count(b) == 0) return TDB_OK;
     tdb_cf_t **cfs;
@@ -25,6 +26,7 @@ int db_write_bounded(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx
     memset(&w, 0, sizeof w);
     w.batch = b;
     w.validate = fn;
+    w.visible = visible;
     w.vctx = ctx;
     for (int i = 0; i < ncfs; i++) {
         TDB_RET(db_check_cf(db, cfs[i]));
@@ -60,15 +62,15 @@ int db_write_bounded(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx
 }
 
 int db_write_validated(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx) {
-    return db_write_bounded(db, b, fn, ctx, 0);
+    return db_write_bounded(db, b, fn, NULL, ctx, 0);
 }
 
-int tdb_write(tdb_t *db, tdb_batch_t *b) { return db_write_bounded(db, b, NULL, NULL, 0); }
+int tdb_write(tdb_t *db, tdb_batch_t *b) { return db_write_bounded(db, b, NULL, NULL, NULL, 0); }
 
 void tdb_write_options_default(tdb_write_options_t *o) { memset(o, 0, sizeof *o); }
 
 int tdb_write_opt(tdb_t *db, tdb_batch_t *b, const tdb_write_options_t *opts) {
-    return db_write_bounded(db, b, NULL, NULL, opts ? opts->stall_timeout_ms : 0);
+    return db_write_bounded(db, b, NULL, NULL, NULL, opts ? opts->stall_timeout_ms : 0);
 }
 
 int tdb_sync(tdb_t *db) {

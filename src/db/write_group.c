@@ -5,7 +5,9 @@
  * switch, back-pressure: db/write_stall.c), validates, assigns sequence
  * numbers, writes the group to the WAL as one append (one fsync if any
  * member needs it), applies it to the memtables, publishes the new visible
- * sequence, reopens the gate and wakes the group. The leader also decides
+ * sequence, reopens the gate and wakes the group. Under
+ * release_before_sync the fsync comes after the publish and the members'
+ * visibility calls (invariant 2b, db_impl.h). The leader also decides
  * whether direct writes may resume. An exclusive writer (DDL, maintenance)
  * is a queue entry without a batch.
  *
@@ -207,12 +209,15 @@ static void commit_group(tdb_t *db, writer_t *self) {
     }
     free(gk.slots);
 
+    /* Invariant 2b: the sync after the group is visible and its locks are
+     * given back (not for prepares: their records are not applied). */
+    bool sync_after = sync && db->cfg.release_before_sync && !any_prepared;
     if (rc == TDB_OK && np > 0) {
         /* wal_mu: direct writers, the interval-sync thread and tdb_sync use
          * the same writer (one thread at a time, wal.h). */
         pthread_mutex_lock(&db->wal_mu);
         for (int i = 0; i < np; i++) payloads[i] = batch_wal_payload(numbered[i], &db->wal_expected_seq);
-        rc = db_wal_append_locked(db, payloads, np, sync, dirty, &wal_full);
+        rc = db_wal_append_locked(db, payloads, np, sync && !sync_after, dirty, &wal_full);
         pthread_mutex_unlock(&db->wal_mu);
         if (rc == TDB_OK) {
             rc = apply_group(db, self, last);
@@ -226,6 +231,15 @@ static void commit_group(tdb_t *db, writer_t *self) {
                 }
             }
         }
+        if (rc == TDB_OK && sync_after) {
+            for (writer_t *w = self;; w = w->next) { /* members are parked: their callers wait */
+                if (w->rc == TDB_OK && w->visible) w->visible(w->vctx);
+                if (w == last) break;
+            }
+            pthread_mutex_lock(&db->wal_mu);
+            rc = db_wal_sync_locked(db); /* a failure is sticky below: the group is visible */
+            pthread_mutex_unlock(&db->wal_mu);
+        }
     }
 
     pthread_mutex_lock(&db->mu);
@@ -233,7 +247,7 @@ static void commit_group(tdb_t *db, writer_t *self) {
         db->wal_nospace = true;
         atomic_store(&db->direct_ok, false);
     }
-    else if (rc != TDB_OK && np > 0) db_set_bg_error_locked(db, rc); /* sticky: WAL state unknown */
+    else if (rc != TDB_OK && np > 0) db_set_bg_error_locked(db, rc); /* sticky: WAL state unknown, or visible and not durable */
     writer_t *after = last->next;
     for (writer_t *w = self, *next;; w = next) {
         bool end = w == last;

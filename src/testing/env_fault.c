@@ -66,6 +66,8 @@ struct fault_env {
     rule_t rules[MAX_RULES];
     int nrules;
     fault_stats_t st;
+    fault_sync_hook_fn sync_hook; /* set before use (env_fault.h) */
+    void *sync_hook_arg;
 };
 
 typedef struct ffh {
@@ -76,6 +78,11 @@ typedef struct ffh {
 
 static const char *const g_op_names[FAULT_NUM_OPS] = {"append", "sync",   "read",   "rename", "sync_dir",
                                                       "create", "open",   "remove", "link",   "mkdir"};
+
+void fault_env_set_sync_hook(fault_env_t *fe, fault_sync_hook_fn fn, void *arg) {
+    fe->sync_hook = fn;
+    fe->sync_hook_arg = arg;
+}
 
 /* Short name of an operation kind. */
 const char *fault_op_name(fault_op_t op) {
@@ -484,6 +491,7 @@ static int fe_sync(env_file_t *fb) {
     ffh_t *h = (ffh_t *)fb;
     fault_env_t *fe = FE(fb->env);
     int rc = TDB_OK;
+    if (fe->sync_hook) fe->sync_hook(fe->sync_hook_arg, h->path);
     pthread_rwlock_wrlock(&fe->lock);
     TRY(mutation_begin(fe, FAULT_SYNC, "sync", h->path));
     ffile_t *f = file_find(fe, h->path);

@@ -125,6 +125,12 @@ void fault_env_clear_rules(fault_env_t *fe);
  * part that fits. */
 void fault_env_set_space(fault_env_t *fe, uint64_t bytes);
 
+/* Call fn(arg, path) at the start of every file sync(), before the env
+ * looks at its rules, outside its lock: a test can hold a sync there (set
+ * it before the env is used; NULL removes it). */
+typedef void (*fault_sync_hook_fn)(void *arg, const char *path);
+void fault_env_set_sync_hook(fault_env_t *fe, fault_sync_hook_fn fn, void *arg);
+
 /* Power loss mode (FAULT_LOSS_ALL initially). */
 void fault_env_set_loss_mode(fault_env_t *fe, fault_loss_mode_t mode);
 /* Simulate power loss now (see above); the env stays down until revived.

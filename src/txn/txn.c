@@ -20,7 +20,9 @@
  *     written) does not finish it: it stays active for a retry.
  *  5. Row locks (pessimistic) are taken before the buffered write and held
  *     until the transaction ends or rolls back past the savepoint that
- *     preceded them.
+ *     preceded them; under release_before_sync a commit that syncs ends
+ *     them once its writes are visible, while its WAL fsync runs (the
+ *     write leader calls release_locks_visible; db_impl.h invariant 2b).
  *  6. Two-phase commit: tdb_txn_prepare validates like a commit and logs the
  *     writes as a PREPARED record (db_prepare); from then on the transaction
  *     is PREPARED: it keeps its locks (its snapshot, reads and write buffer
@@ -641,6 +643,13 @@ int tdb_txn_commit_opt(tdb_txn_t *t, const tdb_commit_options_t *opts) {
     return tdb_txn_commit(t);
 }
 
+/* The commit is visible, its fsync not yet done (invariant 5): a lock
+ * waiter may go on. Run by the write leader while t's thread is parked. */
+static void release_locks_visible(void *ctx) {
+    tdb_txn_t *t = (tdb_txn_t *)ctx;
+    if (t->locks) lock_release_all(t->locks);
+}
+
 int tdb_txn_commit(tdb_txn_t *t) {
     if (t && t->state == TXN_PREPARED) return tdb_txn_commit_opt(t, NULL);
     int rc = check_active(t);
@@ -656,7 +665,8 @@ int tdb_txn_commit(tdb_txn_t *t) {
     }
     rc = build_batch(t);
     if (rc == TDB_OK)
-        rc = db_write_bounded(t->db, t->batch, needs_validation(t) ? validate : NULL, t, t->opts.stall_timeout_ms);
+        rc = db_write_bounded(t->db, t->batch, needs_validation(t) ? validate : NULL, release_locks_visible, t,
+                              t->opts.stall_timeout_ms);
     if (rc == TDB_ERR_BUSY) return rc; /* back-pressure: still active, retry or roll back (invariant 4) */
     txn_end(t, rc == TDB_OK ? TXN_COMMITTED : TXN_FAILED);
     return rc;

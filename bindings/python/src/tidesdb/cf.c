@@ -25,7 +25,7 @@ static const opt_t db_opts[] = {
     DBO(max_memory_usage, OPT_SIZE), DBO(unified_memtable, OPT_INT),
     DBO(unified_memtable_write_buffer_size, OPT_SIZE), DBO(unified_memtable_sync_mode, OPT_INT),
     DBO(write_stall_timeout_ms, OPT_I64), DBO(mmap_reads, OPT_INT),
-    DBO(l1_idle_file_trigger, OPT_INT),
+    DBO(l1_idle_file_trigger, OPT_INT), DBO(release_before_sync, OPT_INT),
 };
 static const opt_t cf_opts[] = {
     CFO(write_buffer_size, OPT_SIZE), CFO(compression, OPT_INT), CFO(bloom_fpr, OPT_DOUBLE),
