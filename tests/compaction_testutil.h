@@ -83,7 +83,7 @@ struct VecIter {
 };
 
 inline const iter_ops_t kVecOps = {VecIter::Valid, VecIter::First, VecIter::Last, VecIter::Seek,   VecIter::Next,
-                            VecIter::Prev,  VecIter::Key,   VecIter::Value, VecIter::Status, VecIter::Destroy, nullptr, nullptr, nullptr};
+                            VecIter::Prev,  VecIter::Key,   VecIter::Value, VecIter::Status, VecIter::Destroy, nullptr, nullptr, nullptr, nullptr};
 
 inline iter_t *NewVecIter(std::vector<Entry> es, int fail_at = -1) {
     VecIter *v = new VecIter();

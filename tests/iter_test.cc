@@ -98,7 +98,7 @@ void VecDestroy(iter_t *it) {
 }
 
 const iter_ops_t kVecOps = {VecValid, VecFirst, VecLast,  VecSeek,   VecNext,
-                            VecPrev,  VecKey,   VecValue, VecStatus, VecDestroy, nullptr, nullptr, nullptr};
+                            VecPrev,  VecKey,   VecValue, VecStatus, VecDestroy, nullptr, nullptr, nullptr, nullptr};
 
 iter_t *NewVec(Entries data, int *destroyed = nullptr, key_cmp_fn cmp = nullptr) {
     if (cmp) {
@@ -266,11 +266,34 @@ TEST(IterMerge, RandomWalkWithDirectionSwitches) {
     for (int round = 0; round < 12; round++) {
         for (int n : {2, 3, 4, 5, 6, 9, 17}) {
             Fixture f(n, rng);
-            iter_t *m = iter_merge(f.children.data(), n, Bytewise);
+            iter_t *m;
+            if (round % 2) {  // nested: a merge of the first half under the merge (its own seek_for_prev)
+                int h = n / 2 + 1;
+                std::vector<iter_t *> top{iter_merge(f.children.data(), h, Bytewise)};
+                top.insert(top.end(), f.children.begin() + h, f.children.end());
+                m = iter_merge(top.data(), (int)top.size(), Bytewise);
+            } else {
+                m = iter_merge(f.children.data(), n, Bytewise);
+            }
             ASSERT_NE(m, nullptr);
             long idx = -1;
             for (int step = 0; step < 1500; step++) {
-                int op = rng() % 12;
+                int op = rng() % 14;
+                if (op >= 12) {  // seek_for_prev: the last entry <= t (hits, misses, before the start)
+                    char b[16];
+                    snprintf(b, sizeof b, "k%03d", (int)(rng() % 250));
+                    std::string t = (rng() % 20 == 0) ? std::string("a") : std::string(b);
+                    iter_seek_for_prev(m, slice_make(t.data(), t.size()), Bytewise);
+                    idx = std::upper_bound(f.ref.begin(), f.ref.end(), t,
+                                           [](const std::string &k, const Ref &r) { return k < r.key; }) -
+                          f.ref.begin() - 1;
+                    ExpectAt(m, f.ref, idx, "seek_for_prev");
+                    if (HasFatalFailure()) {
+                        iter_destroy(m);
+                        FAIL() << "n=" << n << " round " << round << " step " << step;
+                    }
+                    continue;
+                }
                 bool valid = idx >= 0 && idx < (long)f.ref.size();
                 const char *what;
                 if (op == 0) {
@@ -485,7 +508,7 @@ void PrepDestroy(iter_t *it) {
 }
 
 const iter_ops_t kPrepOps = {VecValid, VecFirst, VecLast,  PrepSeek,  VecNext,
-                             VecPrev,  VecKey,   VecValue, VecStatus, PrepDestroy, PrepStage, nullptr, nullptr};
+                             VecPrev,  VecKey,   VecValue, VecStatus, PrepDestroy, PrepStage, nullptr, nullptr, nullptr};
 
 iter_t *NewPrep(Entries data, int id, int stages, std::vector<std::string> *log) {
     std::sort(data.begin(), data.end());

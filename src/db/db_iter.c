@@ -380,18 +380,26 @@ void tdb_iter_seek(tdb_iter_t *it, const void *key, size_t klen) {
     observe(it, 1);
 }
 
+/* One backward positioning of the merge at the last internal key of
+ * `key` (sequence 0, the lowest type: below every version of it), then the
+ * newest visible version of the last user key <= key. It was a forward
+ * seek, then a change of direction that sought every child again. */
 void tdb_iter_seek_for_prev(tdb_iter_t *it, const void *key, size_t klen) {
     if (!it) return;
-    tdb_iter_seek(it, key, klen);
-    slice_t target = slice_make(key, klen);
-    if (it->valid) {
-        size_t n;
-        const void *k = tdb_iter_key(it, &n);
-        if (slice_compare(slice_make(k, n), target) == 0) return;
-        tdb_iter_prev(it);
-    } else if (it->status == TDB_OK) {
-        tdb_iter_seek_to_last(it);
+    it->status = TDB_OK;
+    buf_clear(&it->seek_key);
+    if (ikey_append(&it->seek_key, slice_make(key, klen), 0, KT_DELETE) != TDB_OK) {
+        it->status = TDB_ERR_NOMEM;
+        it->valid = false;
+        return;
     }
+    iter_seek_for_prev(it->in, buf_slice(&it->seek_key), ikey_compare);
+    find_prev_user_entry(it);
+    if (it->observe) {
+        slice_t t = slice_make(key, klen);
+        it->observe(it->observe_ctx, &t, -1);
+    }
+    observe(it, -1);
 }
 
 void tdb_iter_next(tdb_iter_t *it) {

@@ -539,6 +539,7 @@ static const iter_ops_t g_mt_iter_ops = {
     NULL, /* seek_prepare */
     mt_iter_seek_forward,
     mt_iter_next_user_key,
+    NULL, /* seek_for_prev: seek and step back */
 };
 
 /* New iterator holding its own reference on m. */

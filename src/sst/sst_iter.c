@@ -302,6 +302,7 @@ static const iter_ops_t sst_iter_ops = {
     it_seek_prepare,
     NULL, /* seek_forward */
     NULL, /* next_user_key */
+    NULL, /* seek_for_prev: seek and step back */
 };
 
 /* New iterator over the whole table (holds a reader reference). */

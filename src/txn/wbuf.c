@@ -383,6 +383,7 @@ static const iter_ops_t g_wbi_ops = {
     NULL, /* seek_prepare */
     NULL, /* seek_forward */
     NULL, /* next_user_key */
+    NULL, /* seek_for_prev: seek and step back */
 };
 
 /* New unpositioned iterator over one family. */

@@ -10,8 +10,9 @@
  * Contract
  *  - key()/value() may be called only while valid(); the slices they return
  *    stay valid until the iterator moves or is destroyed.
- *  - seek(t) positions at the first entry >= t; seek_for_prev is not part of
- *    the internal interface (the DB iterator builds it from seek + prev).
+ *  - seek(t) positions at the first entry >= t; iter_seek_for_prev(t) at
+ *    the last entry <= t (an iterator's own seek_for_prev op, else seek(t)
+ *    and one step back).
  *  - On error the iterator becomes invalid and status() returns the code.
  *  - Not thread-safe: one thread at a time.
  */
@@ -57,6 +58,11 @@ typedef struct iter_ops {
      * past that key's older versions (a memtable jumps a key's run of
      * versions at once). */
     void (*next_user_key)(iter_t *it, slice_t user);
+    /* Optional (NULL: iter_seek_for_prev's seek and step back). Position
+     * at the last entry <= t, moving backward: a merge positions each
+     * child so, once, instead of a forward seek of every child followed by
+     * a change of direction that seeks every child again. */
+    void (*seek_for_prev)(iter_t *it, slice_t t);
 } iter_ops_t;
 
 struct iter {
@@ -80,6 +86,20 @@ static inline void iter_seek_forward(iter_t *it, slice_t t) {
 
 /* Comparator over keys, used by merging iterators and blocks. */
 typedef int (*key_cmp_fn)(slice_t a, slice_t b);
+
+/* Position at the last entry <= t (cmp: the iterator's key order). */
+static inline void iter_seek_for_prev(iter_t *it, slice_t t, key_cmp_fn cmp) {
+    if (it->ops->seek_for_prev) {
+        it->ops->seek_for_prev(it, t);
+        return;
+    }
+    iter_seek(it, t);
+    if (iter_valid(it)) {
+        if (cmp(iter_key(it), t) > 0) iter_prev(it);
+    } else if (iter_status(it) == 0) { /* TDB_OK: every entry is < t */
+        iter_seek_to_last(it);
+    }
+}
 
 /* An iterator that is always invalid with the given status. Never fails. */
 iter_t *iter_empty(int status);

@@ -49,6 +49,7 @@ static const iter_ops_t g_empty_ops = {
     NULL, /* seek_prepare */
     NULL, /* seek_forward */
     NULL, /* next_user_key */
+    NULL, /* seek_for_prev: seek and step back */
 };
 
 static empty_iter_t g_static[EMPTY_STATIC] = {

@@ -28,6 +28,9 @@
  *    dependent cache misses (index, cache slot, cache entry, block) runs
  *    alongside the others' rather than after them: a 3-table seek over a
  *    warm cache is mostly such misses.
+ *  - seek_for_prev(t) positions each child at its last entry <= t (after
+ *    the same breadth-first prepare as a seek: a child without its own
+ *    seek_for_prev seeks t first) and starts in REVERSE.
  *  - seek_forward(t) from a forward position moves only the children
  *    still behind t (the others are, by the FORWARD invariant, already at
  *    their first entry >= t).
@@ -172,18 +175,23 @@ static void merge_prepare(merge_iter_t *m, slice_t t) {
     }
 }
 
-/* Position every child at its first entry >= t, then pick the smallest. */
-static void merge_seek(iter_t *it, slice_t t) {
-    merge_iter_t *m = (merge_iter_t *)it;
+/* Position every child at its first entry >= t (FORWARD) or its last
+ * entry <= t (REVERSE), then pick the current one. */
+static void merge_position(merge_iter_t *m, slice_t t, int dir) {
     m->err = TDB_OK;
-    m->dir = DIR_FORWARD;
+    m->dir = dir;
     merge_prepare(m, t);
     for (int i = 0; i < m->n; i++) {
-        iter_seek(m->child[i], t);
+        if (dir == DIR_FORWARD) iter_seek(m->child[i], t);
+        else iter_seek_for_prev(m->child[i], t, m->cmp);
         merge_load(m, i);
     }
     merge_rebuild(m);
 }
+
+static void merge_seek(iter_t *it, slice_t t) { merge_position((merge_iter_t *)it, t, DIR_FORWARD); }
+
+static void merge_seek_for_prev(iter_t *it, slice_t t) { merge_position((merge_iter_t *)it, t, DIR_REVERSE); }
 
 /* seek(t) from a forward position before t: by the FORWARD invariant each
  * valid child is at its first entry after the current position, so one
@@ -334,6 +342,7 @@ static const iter_ops_t g_merge_ops = {
     NULL, /* seek_prepare: staged inside merge_seek */
     merge_seek_forward,
     merge_next_user_key,
+    merge_seek_for_prev,
 };
 
 /* Build a merging iterator over n children (ownership taken). */

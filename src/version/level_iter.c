@@ -195,6 +195,7 @@ static const iter_ops_t level_iter_ops = {
     li_seek_prepare,
     NULL, /* seek_forward */
     NULL, /* next_user_key */
+    NULL, /* seek_for_prev: seek and step back */
 };
 
 /* Lazy concatenating iterator over `level` of v. */
