@@ -83,6 +83,18 @@ class ReleaseBeforeSyncTest : public FaultDbFixture {
         }
         return rc;
     }
+    // A writes k, then commits in a thread until its commit is held at the
+    // WAL fsync; the thread sets *rc and then *done.
+    std::thread CommitHeldAtSync(tdb_txn_t *a, std::atomic<int> *rc, std::atomic<bool> *done) {
+        EXPECT_EQ(Write(a, "k", "a"), TDB_OK);
+        gate_.Arm();
+        std::thread t([a, rc, done] {
+            *rc = tdb_txn_commit(a);
+            *done = true;
+        });
+        EXPECT_TRUE(gate_.WaitHeld()) << "A's commit never reached the WAL fsync";
+        return t;
+    }
     SyncGate gate_;
 };
 
@@ -92,15 +104,9 @@ class ReleaseBeforeSyncTest : public FaultDbFixture {
 TEST_F(ReleaseBeforeSyncTest, LockWaiterGoesOnWhileTheCommitSyncs) {
     OpenWith(1);
     tdb_txn_t *a = Begin(5000), *b = Begin(5000);
-    ASSERT_EQ(Write(a, "k", "a"), TDB_OK);
-    gate_.Arm();
     std::atomic<int> a_rc{1};
     std::atomic<bool> a_done{false};
-    std::thread ta([&] {
-        a_rc = tdb_txn_commit(a);
-        a_done = true;
-    });
-    ASSERT_TRUE(gate_.WaitHeld()) << "A's commit never reached the WAL fsync";
+    std::thread ta = CommitHeldAtSync(a, &a_rc, &a_done);
     std::string v;
     auto t0 = std::chrono::steady_clock::now();
     ASSERT_EQ(ReadForUpdate(b, "k", &v), TDB_OK) << tdb_last_error();
@@ -119,13 +125,12 @@ TEST_F(ReleaseBeforeSyncTest, LockWaiterGoesOnWhileTheCommitSyncs) {
 TEST_F(ReleaseBeforeSyncTest, WithoutItTheLockIsHeldThroughTheSync) {
     OpenWith(0);
     tdb_txn_t *a = Begin(5000), *b = Begin(200);
-    ASSERT_EQ(Write(a, "k", "a"), TDB_OK);
-    gate_.Arm();
     std::atomic<int> a_rc{1};
-    std::thread ta([&] { a_rc = tdb_txn_commit(a); });
-    ASSERT_TRUE(gate_.WaitHeld());
+    std::atomic<bool> a_done{false};
+    std::thread ta = CommitHeldAtSync(a, &a_rc, &a_done);
     std::string v;
     EXPECT_EQ(ReadForUpdate(b, "k", &v), TDB_ERR_TIMEOUT) << "the lock went before the fsync";
+    EXPECT_FALSE(a_done.load()) << "A's commit returned before its fsync";
     gate_.Open();
     ta.join();
     EXPECT_EQ(a_rc.load(), TDB_OK) << tdb_last_error();
