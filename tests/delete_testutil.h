@@ -77,7 +77,7 @@ struct VecIter {
 
 inline iter_t *NewVecIter(std::vector<Entry> es) {
     static const iter_ops_t ops = {VecIter::Valid, VecIter::First, VecIter::Last,  VecIter::Seek,   VecIter::Next,
-                                   VecIter::Prev,  VecIter::Key,   VecIter::Value, VecIter::Status, VecIter::Destroy, nullptr, nullptr, nullptr};
+                                   VecIter::Prev,  VecIter::Key,   VecIter::Value, VecIter::Status, VecIter::Destroy, nullptr, nullptr, nullptr, nullptr};
     VecIter *v = new VecIter();
     v->base.ops = &ops;
     std::sort(es.begin(), es.end(), [](const Entry &a, const Entry &b) { return ikey_compare(S(a.ik), S(b.ik)) < 0; });

@@ -818,7 +818,7 @@ slice_t IvValue(const iter_t *it) { return slice_make("", 0); }
 int IvStatus(const iter_t *) { return TDB_OK; }
 void IvDestroy(iter_t *it) { delete IV(it); }
 const iter_ops_t kIvOps = {IvValid, IvFirst, IvLast, IvSeek, IvNext, IvPrev, IvKey, IvValue, IvStatus, IvDestroy,
-                           nullptr, nullptr, nullptr};
+                           nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace
 

@@ -23,14 +23,14 @@
  *     write's range is published by whichever direct writer completes the
  *     run of applied batches up to it (db/direct.h), in sequence order.
  *  2b. release_before_sync (tdb_config_t): a group that needs an fsync is
-     appended, applied and published first; the leader then calls each
-     member's visibility function (a transaction releases its row locks)
-     and syncs the WAL before it wakes the group or hands the queue on, so
-     no writer returns before its write is durable and the next leader
-     finds the log synced (a memtable switch still follows a synced WAL:
-     invariant 3). A failed fsync there is sticky, also out of space: the
-     group is already visible, so it cannot be cut off (invariant 7).
-  3. Every memtable switch rotates the WAL, and the old WAL is fsynced
+ *     appended, applied and published first; the leader then calls each
+ *     member's visibility function (a transaction releases its row locks)
+ *     and syncs the WAL before it wakes the group or hands the queue on, so
+ *     no writer returns before its write is durable and the next leader
+ *     finds the log synced (a memtable switch still follows a synced WAL:
+ *     invariant 3). A failed fsync there is sticky, also out of space: the
+ *     group is already visible, so it cannot be cut off (invariant 7).
+ *  3. Every memtable switch rotates the WAL, and the old WAL is fsynced
  *     before the new one is created. Hence any memtable that reaches an SST
  *     contains only data whose WAL is durable, and after a crash the state
  *     recovered with NONE/INTERVAL sync is a prefix of the acknowledged
@@ -465,7 +465,7 @@ void db_exit_exclusive(tdb_t *db, writer_t *w);
 /* Write b through the direct lane; *queued: it must take the queue instead. */
 int db_write_direct(tdb_t *db, tdb_batch_t *b, tdb_cf_t **cfs, int ncfs, bool interval, bool *queued);
 
-/* ---- db/write.c: db_write_validated, db_write_bounded (db/db_txn.h) ---- */
+/* ---- db/write.c: db_write_bounded (db/db_txn.h) ---- */
 
 /* ---- db/write_prepared.c: db_prepare, db_commit_prepared, db_rollback_prepared
  * (db/db_txn.h); tdb_recover_prepared, tdb_commit_prepared, tdb_rollback_prepared ---- */

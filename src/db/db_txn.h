@@ -79,11 +79,10 @@ typedef int (*writer_validate_fn)(void *ctx, tdb_t *db, const group_keys_t *earl
  * The writer's thread is parked meanwhile; the call must not block. */
 typedef void (*writer_visible_fn)(void *ctx);
 
-/* Commit a batch through the write queue with an optional validation. */
-int db_write_validated(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx);
-/* ...with a back-pressure bound (0 = the config's write_stall_timeout_ms,
- * < 0 = none): past it TDB_ERR_BUSY, nothing applied, fn not called; and
- * an optional visibility call (above). */
+/* Commit a batch through the write queue with an optional validation fn,
+ * a back-pressure bound (0 = the config's write_stall_timeout_ms, < 0 =
+ * none: past it TDB_ERR_BUSY, nothing applied, fn not called) and an
+ * optional visibility call (above). */
 int db_write_bounded(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, writer_visible_fn visible, void *ctx,
                      int64_t stall_timeout_ms);
 

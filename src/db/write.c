@@ -61,10 +61,6 @@ int db_write_bounded(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, writer_vi
     return w.rc;
 }
 
-int db_write_validated(tdb_t *db, tdb_batch_t *b, writer_validate_fn fn, void *ctx) {
-    return db_write_bounded(db, b, fn, NULL, ctx, 0);
-}
-
 int tdb_write(tdb_t *db, tdb_batch_t *b) { return db_write_bounded(db, b, NULL, NULL, NULL, 0); }
 
 void tdb_write_options_default(tdb_write_options_t *o) { memset(o, 0, sizeof *o); }

@@ -217,7 +217,8 @@ static void commit_group(tdb_t *db, writer_t *self) {
          * the same writer (one thread at a time, wal.h). */
         pthread_mutex_lock(&db->wal_mu);
         for (int i = 0; i < np; i++) payloads[i] = batch_wal_payload(numbered[i], &db->wal_expected_seq);
-        rc = db_wal_append_locked(db, payloads, np, sync && !sync_after, dirty, &wal_full);
+        /* sync_after: the sync below covers interval members too (no dirty mark) */
+        rc = db_wal_append_locked(db, payloads, np, sync && !sync_after, dirty && !sync_after, &wal_full);
         pthread_mutex_unlock(&db->wal_mu);
         if (rc == TDB_OK) {
             rc = apply_group(db, self, last);

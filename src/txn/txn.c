@@ -8,7 +8,7 @@
  *  2. Reads at REPEATABLE_READ and stronger use a snapshot registered with
  *     the database at begin, so compaction keeps every version they can see
  *     until the transaction ends.
- *  3. Conflict checks run in the write leader (db_write_validated) after
+ *  3. Conflict checks run in the write leader (db_write_bounded's fn) after
  *     every earlier commit is applied and before this commit gets sequence
  *     numbers: "changed after my snapshot" means a committed entry of the
  *     key with a sequence above snap_seq, or a write of an earlier member of

@@ -19,6 +19,7 @@
 #ifndef TDB_UTIL_ITER_H
 #define TDB_UTIL_ITER_H
 
+#include "util/error.h"
 #include "util/slice.h"
 
 #ifdef __cplusplus
@@ -96,7 +97,7 @@ static inline void iter_seek_for_prev(iter_t *it, slice_t t, key_cmp_fn cmp) {
     iter_seek(it, t);
     if (iter_valid(it)) {
         if (cmp(iter_key(it), t) > 0) iter_prev(it);
-    } else if (iter_status(it) == 0) { /* TDB_OK: every entry is < t */
+    } else if (iter_status(it) == TDB_OK) { /* every entry is < t */
         iter_seek_to_last(it);
     }
 }
