@@ -283,7 +283,10 @@ static bool do_compaction_work(tdb_t *db, uint32_t *rr) {
         compaction_t *c = compaction_pick(cf->current, &o, cf->compactions);
         if (!c) continue;
         *rr = (*rr + k + 1) % db->ncf_slots;
-        if (c->level == 1) atomic_store_explicit(&cf->dead_stepped, 0, memory_order_relaxed); /* counts anew */
+        /* A level-1 merge removes what scans stepped over: count anew. A
+         * trivial move does not (it moves a file without tombstones, first
+         * and alone), so the count stays for the merge that follows. */
+        if (c->level == 1 && !c->trivial_move) atomic_store_explicit(&cf->dead_stepped, 0, memory_order_relaxed);
         cf->compacting++;
         db->bg_compact_running++;
         db_log(db, TDB_LOG_DEBUG, "picked '%s' L%d->L%d%s: score %.2f, %d running", cf->name, c->level,
