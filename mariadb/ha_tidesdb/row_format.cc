@@ -14,26 +14,23 @@ namespace tidesql {
  * octets, little-endian), then the value. The walk was a quarter of
  * write_row in the TPC-C schema build (utf8mb4 CHAR columns). */
 static inline uchar *pack_column(Field *f, uchar *to, const uchar *from) {
-  if (f->type_handler() == &type_handler_string) {
-    CHARSET_INFO *cs = f->charset();
-    uint32 octets = f->field_length;
-    if (cs->mbmaxlen > 1 && cs->mbminlen == 1) {
-      size_t len = cs->lengthsp((const char *)from, octets);
-      if (len <= octets / cs->mbmaxlen) {
-        uchar *start = to;
-        *to++ = (uchar)len;
-        if (octets > 255) *to++ = (uchar)(len >> 8);
-        memcpy(to, from, len);
+  if (f->type_handler() != &type_handler_string) return f->pack(to, from);
+  CHARSET_INFO *cs = f->charset();
+  if (cs->mbmaxlen == 1 || cs->mbminlen != 1) return f->pack(to, from);
+  uint32 octets = f->field_length;
+  size_t len = cs->lengthsp((const char *)from, octets);
+  if (len > octets / cs->mbmaxlen) return f->pack(to, from);
+  uchar *end = to;
+  *end++ = (uchar)len;
+  if (octets > 255) *end++ = (uchar)(len >> 8);
+  memcpy(end, from, len);
+  end += len;
 #ifndef DBUG_OFF
-        uchar check[2 + 1024];
-        if (octets <= 1024) DBUG_ASSERT(f->pack(check, from) - check == to + len - start &&
-                                        !memcmp(check, start, (size_t)(to + len - start)));
+  uchar check[2 + 1024];
+  DBUG_ASSERT(octets > 1024 ||
+              (f->pack(check, from) - check == end - to && !memcmp(check, to, (size_t)(end - to))));
 #endif
-        return to + len;
-      }
-    }
-  }
-  return f->pack(to, from);
+  return end;
 }
 
 /* Pack the stored, non-NULL columns of rec after the null bytes. */
