@@ -52,7 +52,6 @@ MAX_LINES=1000
 LINE_DEBT="
 tests/compaction_test.cc 1301
 tests/fault_test.cc 1039
-tests/sst_test.cc 1054
 "
 
 failures=0

@@ -25,118 +25,15 @@ extern "C" {
 }
 
 #include "keys_testutil.h"
+#include "sst_testutil.h"
 #include "testutil.h"
 
 namespace {
 
+using namespace tdbsst;
 using tdbtest::Key;
 using tdbtest::TempDir;
 using tdbtest::Value;
-
-struct Entry {
-    std::string user;
-    uint64_t seq;
-    unsigned type;
-    std::string value;
-    std::string ikey() const {
-        std::string k = user;
-        char t[8];
-        enc_fixed64(t, ikey_pack(seq, type));
-        k.append(t, 8);
-        return k;
-    }
-};
-
-using tdbtest::S;
-std::string Str(slice_t s) { return std::string(s.data, s.size); }
-std::string Str(const buf_t &b) { return std::string(b.data, b.size); }
-
-bool Less(const Entry &a, const Entry &b) {
-    std::string ka = a.ikey(), kb = b.ikey();
-    return ikey_compare(S(ka), S(kb)) < 0;
-}
-
-// n entries over n/2 user keys: 1..3 versions each (newest first), mixing
-// puts, deletes and TTL puts, with distinct sequence numbers.
-std::vector<Entry> MakeEntries(size_t n, uint32_t seed, size_t small = 100, size_t big = 0, uint32_t big_every = 0) {
-    std::mt19937_64 rng(seed);
-    std::vector<Entry> out;
-    out.reserve(n);
-    uint64_t u = 0;
-    while (out.size() < n) {
-        std::string user = Key(u * 2);  // odd numbers stay absent
-        int versions = 1 + (int)(rng() % 3);
-        uint64_t seq = 10 + u * 8 + 7;
-        for (int v = 0; v < versions && out.size() < n; v++) {
-            Entry e;
-            e.user = user;
-            e.seq = seq - (uint64_t)v * 2;
-            unsigned r = (unsigned)(rng() % 10);
-            e.type = r == 0 ? KT_DELETE : r == 1 ? KT_PUT_TTL : KT_PUT;
-            if (e.type != KT_DELETE) {
-                size_t vs = (big_every && rng() % big_every == 0) ? big : small;
-                e.value = Value(rng(), vs);
-            }
-            out.push_back(std::move(e));
-        }
-        u++;
-    }
-    return out;
-}
-
-sst_options_t Opts(int compression, uint32_t block_size, double fpr = 0.01, uint32_t threshold = 0) {
-    sst_options_t o;
-    o.compression = compression;
-    o.block_size = block_size;
-    o.bloom_fpr = fpr;
-    o.value_threshold = threshold;
-    return o;
-}
-
-void BuildTable(const std::string &path, const std::vector<Entry> &es, const sst_options_t &o,
-                sst_props_t *props) {
-    sst_builder_t *b = nullptr;
-    ASSERT_EQ(TDB_OK, sst_builder_open(env_posix(), path.c_str(), &o, &b)) << tdb_last_error();
-    for (auto &e : es) {
-        std::string k = e.ikey();
-        ASSERT_EQ(TDB_OK, sst_builder_add(b, S(k), S(e.value))) << tdb_last_error();
-    }
-    EXPECT_EQ(es.size(), sst_builder_num_entries(b));
-    ASSERT_EQ(TDB_OK, sst_builder_finish(b, props)) << tdb_last_error();
-}
-
-// The same, when the test needs no properties.
-void BuildTable(const std::string &path, const std::vector<Entry> &es, const sst_options_t &o) {
-    sst_props_t props;
-    BuildTable(path, es, o, &props);
-    sst_props_free(&props);
-}
-
-// Reference lookup: newest version of user with seq <= snap.
-const Entry *RefGet(const std::vector<Entry> &es, const std::string &user, uint64_t snap) {
-    Entry probe{user, snap > SEQ_MAX ? SEQ_MAX : snap, KT_SEEK, ""};
-    auto it = std::lower_bound(es.begin(), es.end(), probe, Less);
-    if (it == es.end() || it->user != user) return nullptr;
-    return &*it;
-}
-
-void CheckGet(sst_reader_t *r, const std::vector<Entry> &es, const std::string &user, uint64_t snap, buf_t *val) {
-    unsigned type = 99;
-    uint64_t seq = 0;
-    int rc = sst_reader_get(r, S(user), snap, &type, &seq, val);
-    const Entry *want = RefGet(es, user, snap);
-    ASSERT_GE(rc, 0) << tdb_last_error();
-    if (!want) {
-        ASSERT_EQ(0, rc) << user << " @" << snap;
-        return;
-    }
-    ASSERT_EQ(1, rc) << user << " @" << snap;
-    ASSERT_EQ(want->type, type);
-    ASSERT_EQ(want->seq, seq);
-    ASSERT_EQ(want->value, Str(*val));
-}
-
-lru_cache_t *NewCache(size_t cap) { return lru_cache_create(cap, 4, sst_block_cache_deleter, nullptr); }
 
 struct Config {
     int compression;
@@ -599,66 +496,6 @@ TEST(Sst, CacheServesRepeatedReads) {
     buf_free(&val);
     sst_reader_unref(r);
     lru_cache_destroy(cache);
-}
-
-// With the file mapped, a data block's first read is a pread and every
-// later one goes through the mapping; answers stay the same, and a block
-// changed on disk afterwards is still caught by its checksum.
-TEST(Sst, MappedReadsServeRepeatedBlocksAndStillVerify) {
-    TempDir dir;
-    std::string path = dir.file("m.sst");
-    auto es = MakeEntries(4000, 31, 100, 2000, 7);
-    BuildTable(path, es, Opts(TDB_COMPRESS_LZ4, 1024, 0.01, 512));
-    sst_reader_t *r = nullptr;
-    ASSERT_EQ(TDB_OK, sst_reader_open(env_posix(), path.c_str(), 6, nullptr, &r));  // no cache
-    ASSERT_EQ(TDB_OK, sst_reader_map(r)) << tdb_last_error();
-    ASSERT_EQ(TDB_OK, sst_reader_map(r));  // a second call changes nothing
-
-    // One pass over every block: first reads only.
-    iter_t *it = sst_reader_iter(r);
-    size_t n = 0;
-    for (iter_seek_to_first(it); iter_valid(it); iter_next(it)) n++;
-    ASSERT_EQ(TDB_OK, iter_status(it));
-    iter_destroy(it);
-    ASSERT_EQ(es.size(), n);
-    EXPECT_EQ(0u, sst_reader_map_reads(r));
-    uint64_t reads = sst_reader_disk_reads(r);
-
-    buf_t val{};
-    for (auto &e : es) CheckGet(r, es, e.user, e.seq, &val);
-    uint64_t mapped = sst_reader_map_reads(r);
-    EXPECT_GT(mapped, 0u);
-    EXPECT_GT(sst_reader_disk_reads(r) - reads, mapped);  // value records are still pread
-
-    // Damage the first block in place (the page cache, hence the mapping,
-    // sees the new byte).
-    {
-        std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-        f.seekg(40);
-        char c;
-        f.get(c);
-        f.seekp(40);
-        f.put((char)(c ^ 0x41));
-    }
-    unsigned type;
-    uint64_t seq;
-    EXPECT_EQ(TDB_ERR_CORRUPTION, sst_reader_get(r, S(es[0].user), es[0].seq, &type, &seq, &val));
-    EXPECT_GT(sst_reader_map_reads(r), mapped);
-    EXPECT_NE(std::string::npos, std::string(tdb_last_error()).find("m.sst")) << tdb_last_error();
-    buf_free(&val);
-    sst_reader_unref(r);
-
-    // An env that cannot map: sst_reader_map is a no-op, reads use pread.
-    env_t nomap = *env_posix();
-    nomap.map_readable = nullptr;
-    BuildTable(path, es, Opts(TDB_COMPRESS_LZ4, 1024, 0.01, 512));
-    ASSERT_EQ(TDB_OK, sst_reader_open(&nomap, path.c_str(), 7, nullptr, &r));
-    ASSERT_EQ(TDB_OK, sst_reader_map(r));
-    for (int pass = 0; pass < 2; pass++)
-        for (auto &e : es) CheckGet(r, es, e.user, e.seq, &val);
-    EXPECT_EQ(0u, sst_reader_map_reads(r));
-    buf_free(&val);
-    sst_reader_unref(r);
 }
 
 TEST(Sst, PropertiesSkipUnknownFields) {

@@ -180,8 +180,11 @@ typedef struct tdb_config {
                                           read-only mapping of the file: no
                                           system call, no copy. Mapped pages
                                           are the OS page cache, but count
-                                          in the process's RSS. 0: pread
-                                          only: 1 */
+                                          in the process's RSS. A file whose
+                                          mapped reads fault to the disk
+                                          goes back to pread for a while
+                                          (one request per block, not one
+                                          per page). 0: pread only: 1 */
     int      l1_idle_file_trigger;     /* level-1 runs that start a
                                           family's compaction once writes
                                           stop (its memtables empty, no

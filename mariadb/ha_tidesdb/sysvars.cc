@@ -31,6 +31,7 @@ static TYPELIB log_level_typelib = {array_elements(log_level_names) - 1, "", log
 static ulonglong v_block_cache_size;
 static my_bool v_unified_memtable;
 static my_bool v_release_locks_before_sync;
+static my_bool v_mmap_reads;
 static ulonglong v_unified_wbs;
 static ulong v_unified_sync_mode;
 static uint v_flush_threads;
@@ -50,6 +51,11 @@ static MYSQL_SYSVAR_BOOL(release_locks_before_sync, v_release_locks_before_sync,
                          PLUGIN_VAR_RQCMDARG | PLUGIN_VAR_READONLY,
                          "A durable COMMIT makes its rows visible and releases its row locks before "
                          "the log fsync, and returns after it, as InnoDB does (OFF: after the fsync)",
+                         NULL, NULL, TRUE);
+static MYSQL_SYSVAR_BOOL(mmap_reads, v_mmap_reads, PLUGIN_VAR_RQCMDARG | PLUGIN_VAR_READONLY,
+                         "A table block read once is read again, after the block cache dropped it, "
+                         "through a read-only mapping of its file (no system call, no copy; the pages "
+                         "count in the server's RSS). OFF: every block cache miss is a pread",
                          NULL, NULL, TRUE);
 static MYSQL_SYSVAR_ULONGLONG(unified_memtable_write_buffer_size, v_unified_wbs,
                               PLUGIN_VAR_RQCMDARG | PLUGIN_VAR_READONLY,
@@ -203,6 +209,7 @@ struct st_mysql_sys_var *g_sysvars[] = {
     MYSQL_SYSVAR(block_cache_size),
     MYSQL_SYSVAR(unified_memtable),
     MYSQL_SYSVAR(release_locks_before_sync),
+    MYSQL_SYSVAR(mmap_reads),
     MYSQL_SYSVAR(unified_memtable_write_buffer_size),
     MYSQL_SYSVAR(unified_memtable_sync_mode),
     MYSQL_SYSVAR(flush_threads),
@@ -255,6 +262,7 @@ void sysvars_db_config(tdb_config_t *cfg) {
   cfg->unified_memtable_write_buffer_size = (size_t)v_unified_wbs;
   cfg->unified_memtable_sync_mode = (int)v_unified_sync_mode;
   cfg->release_before_sync = v_release_locks_before_sync ? 1 : 0;
+  cfg->mmap_reads = v_mmap_reads ? 1 : 0;
   sysvars_cf_config(NULL, &cfg->default_cf);
 }
 

@@ -69,6 +69,12 @@ struct sst_reader {
     const char *map;              /* [0, data_end) mapped, or NULL */
     _Atomic unsigned char *seen;  /* per data block: read once with pread */
     atomic_uint_fast64_t map_reads;
+    atomic_uint_fast64_t map_slow; /* ...of them, found not in memory */
+    /* Mapped reads that fault to the disk (sst_reader.c, invariants):
+     * misses of seen blocks left to pread before the mapping is tried
+     * again, and the length of the last such pause (0: mapping). */
+    atomic_int map_skip;
+    atomic_int map_pause;
 };
 
 /* Unpin or free a loaded record. */

@@ -179,9 +179,12 @@ uint64_t sst_reader_approx_entries(sst_reader_t *r, const slice_t *lo, const sli
  * from disk, bypassing the cache): TDB_OK or CORRUPTION with detail. */
 int sst_reader_verify(sst_reader_t *r);
 /* Data blocks and value records read from disk by this reader so far
- * (pread or mapping), and those of them read through the mapping. */
+ * (pread or mapping), those of them read through the mapping, and of
+ * these the reads slower than a read from memory (they pause the mapping:
+ * sst_reader.c). */
 uint64_t sst_reader_disk_reads(const sst_reader_t *r);
 uint64_t sst_reader_map_reads(const sst_reader_t *r);
+uint64_t sst_reader_map_slow(const sst_reader_t *r);
 
 #ifdef __cplusplus
 }

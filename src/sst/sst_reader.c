@@ -5,8 +5,8 @@
  *
  * Invariants
  *  - After open (and sst_reader_map, before the reader is shared),
- *    everything in sst_reader_t except `refs`, `disk_reads`, `map_reads`
- *    and the `seen` bytes (atomics) is immutable, so any number of threads
+ *    everything in sst_reader_t except `refs`, the read counters, the
+ *    mapping's pause and the `seen` bytes (atomics) is immutable, so any number of threads
  *    may call get/iter/may_contain/verify concurrently. The env file
  *    supports concurrent pread; the block cache is internally locked.
  *  - Mapped reads (sst_reader_map): a data block is read through the
@@ -16,6 +16,16 @@
  *    would not), and a page that cannot be read at all fails a pread with
  *    an error before it is ever touched through the mapping (SIGBUS). A
  *    block read through the mapping is checksum-verified like any other.
+ *  - A mapped read pays only while the block's pages are still in memory.
+ *    When the OS has dropped them (data larger than the memory left for
+ *    the page cache), it faults them back one page at a time, each a
+ *    separate disk read the thread waits for, where a pread asks for the
+ *    whole block at once. So a mapped read is timed (env->now_micros), and
+ *    one slower than MAP_SLOW_US (plus a microsecond per KiB) pauses the
+ *    mapping of this file: the next `map_pause` misses of seen blocks are
+ *    pread (16, doubling at each slow probe up to 1024), then one probes
+ *    the mapping again; a fast probe resumes it. Only the choice of path
+ *    depends on the clock, never what is read.
  *  - The index is decoded at open into `idx` (keys in `idx_keys`), checked
  *    to be strictly increasing, with block handles strictly increasing,
  *    non-overlapping and inside [0, data_end), data_end = start of the
@@ -173,6 +183,32 @@ static char *scratch_get(size_t n, char **owned) {
 /* Read, verify and decode the record at (off, size): decoded size <= max_raw.
  * blk: its data block index, or -1 for a value record (never mapped). The
  * block (header and payload) is allocated once, at its exact size. */
+/* Mapped reads of a file whose pages are not in memory (see the top). */
+#define MAP_SLOW_US 25
+#define MAP_PAUSE_MIN 16
+#define MAP_PAUSE_MAX 1024
+
+/* Whether a miss of a seen block goes through the mapping (else pread). */
+static bool map_wanted(sst_reader_t *r) {
+    if (atomic_load_explicit(&r->map_skip, memory_order_relaxed) <= 0) return true;
+    return atomic_fetch_sub_explicit(&r->map_skip, 1, memory_order_relaxed) <= 0;
+}
+
+/* A mapped read of `size` bytes took `us`: pause the mapping if it was
+ * slow (longer at each slow probe in a row), resume it if not. */
+static void map_timed(sst_reader_t *r, uint64_t size, uint64_t us) {
+    if (us <= MAP_SLOW_US + size / 1024) {
+        if (atomic_load_explicit(&r->map_pause, memory_order_relaxed))
+            atomic_store_explicit(&r->map_pause, 0, memory_order_relaxed);
+        return;
+    }
+    atomic_fetch_add_explicit(&r->map_slow, 1, memory_order_relaxed);
+    int p = atomic_load_explicit(&r->map_pause, memory_order_relaxed) * 2;
+    p = p < MAP_PAUSE_MIN ? MAP_PAUSE_MIN : p > MAP_PAUSE_MAX ? MAP_PAUSE_MAX : p;
+    atomic_store_explicit(&r->map_pause, p, memory_order_relaxed);
+    atomic_store_explicit(&r->map_skip, p, memory_order_relaxed);
+}
+
 static int read_record(sst_reader_t *r, long blk, uint64_t off, uint64_t size, uint64_t max_raw, const char *what,
                        sst_block_t **out) {
     int rc = TDB_OK;
@@ -182,9 +218,12 @@ static int read_record(sst_reader_t *r, long blk, uint64_t off, uint64_t size, u
     const size_t hdr = sizeof(sst_block_t);
     sst_block_t *b = NULL;
     TRY(record_in_bounds(r, off, size, r->data_end, what));
-    if (blk >= 0 && r->map && atomic_load_explicit(&r->seen[blk], memory_order_relaxed)) {
+    if (blk >= 0 && r->map && atomic_load_explicit(&r->seen[blk], memory_order_relaxed) && map_wanted(r)) {
         raw = (char *)r->map + off; /* in [0, data_end): record_in_bounds */
-        TRY(sst_check_record(raw, size, &type, r->path, what, off));
+        uint64_t t0 = r->env->now_micros(r->env);
+        rc = sst_check_record(raw, size, &type, r->path, what, off); /* the first touch of its pages */
+        map_timed(r, size, r->env->now_micros(r->env) - t0);
+        if (rc != TDB_OK) goto err;
         atomic_fetch_add_explicit(&r->map_reads, 1, memory_order_relaxed);
     } else {
         raw = scratch_get((size_t)size + SST_TRAILER_SIZE, &owned);
@@ -471,6 +510,9 @@ int sst_reader_open(env_t *env, const char *path, uint64_t file_number, lru_cach
     atomic_init(&r->refs, 1);
     atomic_init(&r->disk_reads, 0);
     atomic_init(&r->map_reads, 0);
+    atomic_init(&r->map_slow, 0);
+    atomic_init(&r->map_skip, 0);
+    atomic_init(&r->map_pause, 0);
     r->path = strdup(path);
     if (!r->path) RAISE(TDB_ERR_NOMEM, "%s: sst reader", path);
     TRY(env->open_readable(env, path, &r->file));
@@ -578,6 +620,11 @@ uint64_t sst_reader_disk_reads(const sst_reader_t *r) {
 /* ...of them, data blocks read through the mapping. */
 uint64_t sst_reader_map_reads(const sst_reader_t *r) {
     return atomic_load_explicit(&((sst_reader_t *)r)->map_reads, memory_order_relaxed);
+}
+
+/* ...of those, reads slower than a read from memory (see the top). */
+uint64_t sst_reader_map_slow(const sst_reader_t *r) {
+    return atomic_load_explicit(&((sst_reader_t *)r)->map_slow, memory_order_relaxed);
 }
 
 /* Position of user key u in the table, in blocks: i + f when u falls in
