@@ -498,6 +498,46 @@ TEST(Sst, CacheServesRepeatedReads) {
     lru_cache_destroy(cache);
 }
 
+// A scan iterator (compaction's inputs) uses the blocks the cache holds
+// but does not insert the blocks and value records it reads.
+TEST(Sst, ScanIteratorUsesTheCacheWithoutFillingIt) {
+    TempDir dir;
+    std::string path = dir.file("s.sst");
+    auto es = MakeEntries(4000, 31, 100, 2000, 7);
+    BuildTable(path, es, Opts(TDB_COMPRESS_LZ4, 1024, 0.01, 512));  // separated values too
+    lru_cache_t *cache = NewCache(64 << 20);
+    sst_reader_t *r = nullptr;
+    ASSERT_EQ(TDB_OK, sst_reader_open(env_posix(), path.c_str(), 9, cache, &r)) << tdb_last_error();
+    auto walk = [](iter_t *it) {
+        size_t n = 0;
+        for (iter_seek_to_first(it); iter_valid(it); iter_next(it)) {
+            (void)iter_value(it);  // resolves a separated value
+            n++;
+        }
+        EXPECT_EQ(TDB_OK, iter_status(it));
+        iter_destroy(it);
+        return n;
+    };
+    lru_stats_t st;
+    EXPECT_EQ(es.size(), walk(sst_reader_scan_iter(r)));
+    lru_cache_stats(cache, &st);
+    EXPECT_EQ(0u, st.entries);
+    uint64_t reads = sst_reader_disk_reads(r);
+    EXPECT_GT(reads, 0u);
+
+    EXPECT_EQ(es.size(), walk(sst_reader_iter(r)));  // fills the cache
+    lru_cache_stats(cache, &st);
+    uint64_t entries = st.entries;
+    EXPECT_GT(entries, 0u);
+    reads = sst_reader_disk_reads(r);
+    EXPECT_EQ(es.size(), walk(sst_reader_scan_iter(r)));  // every block and value from the cache
+    EXPECT_EQ(reads, sst_reader_disk_reads(r));
+    lru_cache_stats(cache, &st);
+    EXPECT_EQ(entries, st.entries);
+    sst_reader_unref(r);
+    lru_cache_destroy(cache);
+}
+
 TEST(Sst, PropertiesSkipUnknownFields) {
     sst_props_t p{};
     p.num_entries = 7;

@@ -55,7 +55,8 @@ static MYSQL_SYSVAR_BOOL(release_locks_before_sync, v_release_locks_before_sync,
 static MYSQL_SYSVAR_BOOL(mmap_reads, v_mmap_reads, PLUGIN_VAR_RQCMDARG | PLUGIN_VAR_READONLY,
                          "A table block read once is read again, after the block cache dropped it, "
                          "through a read-only mapping of its file (no system call, no copy; the pages "
-                         "count in the server's RSS). OFF: every block cache miss is a pread",
+                         "count in the server's RSS), while such reads find their pages in memory. "
+                         "OFF: every block cache miss is a pread",
                          NULL, NULL, TRUE);
 static MYSQL_SYSVAR_ULONGLONG(unified_memtable_write_buffer_size, v_unified_wbs,
                               PLUGIN_VAR_RQCMDARG | PLUGIN_VAR_READONLY,

@@ -81,8 +81,16 @@ struct sst_reader {
 void sst_ref_release(const sst_reader_t *r, block_ref_t *ref);
 /* Re-raise the current thread's error detail prefixed with file and offset. */
 int sst_wrap_err(const sst_reader_t *r, int rc, const char *what, uint64_t off);
+/* How a read uses the block cache (the use_cache arguments below). */
+enum {
+    SST_CACHE_NONE = 0, /* straight from the file */
+    SST_CACHE_FILL = 1, /* look up; a block read from the file is inserted */
+    SST_CACHE_PEEK = 2, /* look up; a block read from the file is not (a
+                           one-pass scan: compaction) */
+};
+
 /* Data block i read from the file (the miss path of sst_load_data_block),
- * inserted into the block cache when use_cache. */
+ * inserted into the block cache when use_cache is SST_CACHE_FILL. */
 int sst_read_data_block(sst_reader_t *r, size_t i, int use_cache, block_ref_t *ref);
 
 /* The block a cache handle pins: every block is cached with its entry
@@ -101,7 +109,8 @@ static inline int sst_cache_lookup(sst_reader_t *r, uint64_t off, block_ref_t *r
     return 1;
 }
 
-/* Load data block i of the index: through the cache when use_cache. The
+/* Load data block i of the index: through the cache unless use_cache is
+ * SST_CACHE_NONE (inserted only with SST_CACHE_FILL). The
  * hit path is inline, so a scan's block-to-block step (sst_iter.c, its
  * main caller) costs no call into sst_reader.c and folds use_cache. */
 static inline int sst_load_data_block(sst_reader_t *r, size_t i, int use_cache, block_ref_t *ref) {

@@ -163,6 +163,11 @@ int sst_reader_get(sst_reader_t *r, slice_t user_key, uint64_t snap_seq, unsigne
  * damaged block (or a failed value resolution) it becomes invalid with
  * status CORRUPTION. NULL only on allocation failure. */
 iter_t *sst_reader_iter(sst_reader_t *r);
+/* The same for one pass over the table (compaction's inputs): it uses the
+ * blocks the cache holds but does not insert those it reads, so the pass
+ * does not push the readers' blocks out of the cache for blocks of a
+ * table about to be deleted. */
+iter_t *sst_reader_scan_iter(sst_reader_t *r);
 /* The table's range tombstones, sorted by start then seq descending
  * (borrowed: valid while the caller holds a reference). Returns the count. */
 size_t sst_reader_range_dels(const sst_reader_t *r, const range_del_t **out);

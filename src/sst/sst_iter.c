@@ -32,6 +32,7 @@ typedef struct sst_iter {
     block_ref_t ref;
     block_iter_t bi;
     int status;
+    int cache;          /* SST_CACHE_FILL, or SST_CACHE_PEEK for a scan */
     int separated;      /* current entry's value is a reference */
     int resolved;       /* ... and has been read into val */
     slice_t key;        /* current key with the flag cleared */
@@ -61,7 +62,7 @@ static void it_release_block(sst_iter_t *it) {
 static int it_fetch(sst_iter_t *it, size_t i) {
     it_release_block(it);
     it->nx_at = UINT32_MAX; /* it_skip_forward sets it again for a forward step */
-    int rc = sst_load_data_block(it->r, i, 1, &it->ref);
+    int rc = sst_load_data_block(it->r, i, it->cache, &it->ref);
     if (rc == TDB_OK) it->bidx = i;
     return rc;
 }
@@ -271,7 +272,8 @@ static slice_t it_value(const iter_t *base) {
     sst_iter_t *it = (sst_iter_t *)base; /* lazily resolved state is mutable */
     if (!it->separated) return block_iter_value(&it->bi);
     if (!it->resolved) {
-        int rc = sst_resolve_value(it->r, block_iter_value(&it->bi), 1, it->r->idx[it->bidx].offset, &it->val);
+        int rc = sst_resolve_value(it->r, block_iter_value(&it->bi), it->cache, it->r->idx[it->bidx].offset,
+                                   &it->val);
         if (rc != TDB_OK) {
             it->status = rc;
             it_release_block(it);
@@ -306,7 +308,7 @@ static const iter_ops_t sst_iter_ops = {
 };
 
 /* New iterator over the whole table (holds a reader reference). */
-iter_t *sst_reader_iter(sst_reader_t *r) {
+static iter_t *new_iter(sst_reader_t *r, int cache) {
     sst_iter_t *it = (sst_iter_t *)calloc(1, sizeof *it);
     if (!it) {
         tdb_err(TDB_ERR_NOMEM, "%s: sst iterator", r->path);
@@ -314,9 +316,16 @@ iter_t *sst_reader_iter(sst_reader_t *r) {
     }
     it->base.ops = &sst_iter_ops;
     it->r = r;
+    it->cache = cache;
     it->nx_at = UINT32_MAX;
     sst_reader_ref(r);
     block_iter_init(&it->bi, sst_key_cmp);
     it->status = TDB_OK;
     return &it->base;
 }
+
+iter_t *sst_reader_iter(sst_reader_t *r) { return new_iter(r, SST_CACHE_FILL); }
+
+/* ...for one pass over the table: cached blocks are used, blocks read from
+ * the file are not cached. */
+iter_t *sst_reader_scan_iter(sst_reader_t *r) { return new_iter(r, SST_CACHE_PEEK); }

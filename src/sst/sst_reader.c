@@ -6,9 +6,10 @@
  * Invariants
  *  - After open (and sst_reader_map, before the reader is shared),
  *    everything in sst_reader_t except `refs`, the read counters, the
- *    mapping's pause and the `seen` bytes (atomics) is immutable, so any number of threads
- *    may call get/iter/may_contain/verify concurrently. The env file
- *    supports concurrent pread; the block cache is internally locked.
+ *    mapping's pause and the `seen` bytes (atomics) is immutable, so any
+ *    number of threads may call get/iter/may_contain/verify concurrently.
+ *    The env file supports concurrent pread; the block cache is
+ *    internally locked.
  *  - Mapped reads (sst_reader_map): a data block is read through the
  *    mapping only once `seen[i]` is set, which happens after a pread of it
  *    succeeded; first reads, value records and verify always use pread.
@@ -263,14 +264,14 @@ err:
     return rc;
 }
 
-/* Read a decoded record from the file and, with use_cache, insert it into
- * the block cache (the caller looked it up there first). */
+/* Read a decoded record from the file and, with SST_CACHE_FILL, insert it
+ * into the block cache (the caller looked it up there first). */
 static int read_and_cache(sst_reader_t *r, long blk, uint64_t off, uint64_t size, uint64_t max_raw, int use_cache,
                           const char *what, block_ref_t *ref) {
     ref->h = NULL;
     ref->blk = NULL;
     TDB_RET(read_record(r, blk, off, size, max_raw, what, &ref->blk));
-    if (use_cache && r->cache) {
+    if (use_cache == SST_CACHE_FILL && r->cache) {
         /* Charge the allocation too, not only the decoded bytes. */
         ref->h = lru_cache_insert_embedded(r->cache, r->file_number, off, ref->blk, ref->blk->cap + SST_ALLOC_OVERHEAD,
                                            ref->blk->handle);
@@ -286,7 +287,7 @@ static int load_record(sst_reader_t *r, long blk, uint64_t off, uint64_t size, u
 }
 
 /* The miss path of sst_load_data_block (reader_impl.h): data block i read
- * from the file, cached when use_cache. */
+ * from the file, cached with SST_CACHE_FILL. */
 int sst_read_data_block(sst_reader_t *r, size_t i, int use_cache, block_ref_t *ref) {
     return read_and_cache(r, (long)i, r->idx[i].offset, r->idx[i].size, r->ext.max_block_raw, use_cache, "data block",
                           ref);

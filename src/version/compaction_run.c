@@ -30,7 +30,7 @@ int compaction_run(compaction_t *c, table_cache_t *tc, table_write_ctx_t *ctx, v
             const range_del_t *t;
             size_t nt = sst_reader_range_dels(r, &t);
             for (size_t j = 0; j < nt && rc == TDB_OK; j++) rc = rd_list_add(&rd, t[j].start, t[j].end, t[j].seq);
-            children[n] = rc == TDB_OK ? sst_reader_iter(r) : NULL;
+            children[n] = rc == TDB_OK ? sst_reader_scan_iter(r) : NULL;
             sst_reader_unref(r); /* the iterator holds its own reference */
             if (rc != TDB_OK) goto err;
             if (!children[n]) RAISE(TDB_ERR_NOMEM, "compaction: table iterator");
