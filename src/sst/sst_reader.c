@@ -181,9 +181,6 @@ static char *scratch_get(size_t n, char **owned) {
     return s->p;
 }
 
-/* Read, verify and decode the record at (off, size): decoded size <= max_raw.
- * blk: its data block index, or -1 for a value record (never mapped). The
- * block (header and payload) is allocated once, at its exact size. */
 /* Mapped reads of a file whose pages are not in memory (see the top). */
 #define MAP_SLOW_US 25
 #define MAP_PAUSE_MIN 16
@@ -210,6 +207,9 @@ static void map_timed(sst_reader_t *r, uint64_t size, uint64_t us) {
     atomic_store_explicit(&r->map_skip, p, memory_order_relaxed);
 }
 
+/* Read, verify and decode the record at (off, size): decoded size <= max_raw.
+ * blk: its data block index, or -1 for a value record (never mapped). The
+ * block (header and payload) is allocated once, at its exact size. */
 static int read_record(sst_reader_t *r, long blk, uint64_t off, uint64_t size, uint64_t max_raw, const char *what,
                        sst_block_t **out) {
     int rc = TDB_OK;
@@ -667,7 +667,7 @@ static int64_t count_in_blocks(sst_reader_t *r, size_t i, size_t j, slice_t lo, 
         block_ref_t ref = {0};
         block_iter_t bi;
         block_iter_init(&bi, sst_key_cmp);
-        int ok = sst_load_data_block(r, b, 1, &ref) == TDB_OK &&
+        int ok = sst_load_data_block(r, b, SST_CACHE_FILL, &ref) == TDB_OK &&
                  block_iter_set(&bi, slice_make(ref.blk->data, ref.blk->size)) == TDB_OK;
         for (block_iter_seek_to_first(&bi); ok && block_iter_valid(&bi); block_iter_next(&bi)) {
             slice_t u = ikey_user(block_iter_key(&bi));
@@ -750,7 +750,7 @@ int sst_reader_get(sst_reader_t *r, slice_t user_key, uint64_t snap_seq, unsigne
 
     size_t i = index_lower_bound(r, target);
     if (i == r->nblocks) goto err; /* past the last key */
-    TRY(sst_load_data_block(r, i, 1, &ref));
+    TRY(sst_load_data_block(r, i, SST_CACHE_FILL, &ref));
     if (block_iter_set(&bi, slice_make(ref.blk->data, ref.blk->size)) != TDB_OK) {
         rc = sst_wrap_err(r, bi.status, "data block", r->idx[i].offset);
         goto err;
@@ -769,7 +769,7 @@ int sst_reader_get(sst_reader_t *r, slice_t user_key, uint64_t snap_seq, unsigne
     *type = (unsigned)t;
     *seq = ikey_seq(k);
     if (sst_key_separated(k)) {
-        TRY(sst_resolve_value(r, block_iter_value(&bi), 1, r->idx[i].offset, value));
+        TRY(sst_resolve_value(r, block_iter_value(&bi), SST_CACHE_FILL, r->idx[i].offset, value));
     } else {
         slice_t v = block_iter_value(&bi);
         buf_clear(value);

@@ -38,7 +38,7 @@ int sst_reader_verify(sst_reader_t *r) {
     for (size_t i = 0; i < r->nblocks; i++) {
         uint64_t boff = r->idx[i].offset;
         slice_t sep = slice_make(r->idx[i].key, r->idx[i].key_len);
-        TRY(sst_load_data_block(r, i, 0, &ref));
+        TRY(sst_load_data_block(r, i, SST_CACHE_NONE, &ref));
         if (block_iter_set(&bi, slice_make(ref.blk->data, ref.blk->size)) != TDB_OK) {
             rc = sst_wrap_err(r, bi.status, "data block", boff);
             goto err;
@@ -60,7 +60,7 @@ int sst_reader_verify(sst_reader_t *r) {
                 RAISE(TDB_ERR_CORRUPTION, "%s: data block at offset %llu: key above its index separator",
                       r->path, (unsigned long long)boff);
             if (sst_key_separated(k)) {
-                TRY(sst_resolve_value(r, block_iter_value(&bi), 0, boff, &val));
+                TRY(sst_resolve_value(r, block_iter_value(&bi), SST_CACHE_NONE, boff, &val));
                 separated++;
             }
             if (entries == 0 && r->props.num_range_deletes == 0 && sst_key_cmp(k, buf_slice(&r->props.smallest)) != 0)
