@@ -50,8 +50,6 @@ DB_ORDER="config filename batch direct prepared state cf write_apply switch bg w
 write_group write_direct write write_prepared manual cf_api db_iter read open checkpoint"
 MAX_LINES=1000
 LINE_DEBT="
-tests/compaction_test.cc 1301
-tests/fault_test.cc 1039
 "
 
 failures=0

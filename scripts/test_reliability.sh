@@ -2,8 +2,8 @@
 # test_reliability.sh: the reliability stage of CI (docs/design/reliability.md).
 #   1. crash loop: kill -9 tdb_stress at random moments, reopen, verify;
 #      20 cycles per sync mode (none, interval, full);
-#   2. fault injection: the fault_test, nospace_test, iter_error_test and
-#      reliability_test ctest cases
+#   2. fault injection: the fault_env_test, fault_test, nospace_test,
+#      iter_error_test and reliability_test ctest cases
 #      (simulated power loss, sticky errors, ENOSPC, bit flips, the stress
 #      tool's own checks);
 #   3. every fuzz target for 20 s on its seed corpus (clang, ASan+UBSan);
@@ -42,7 +42,7 @@ stage() { # name status seconds
 
 echo "=== build ($build)"
 cmake -G Ninja -S "$ROOT" -B "$build" -U TDB_SUBSYSTEMS -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTDB_BUILD_TESTS=ON >/dev/null &&
-    ninja -C "$build" -j2 tdb_stress tdb_verify fault_test nospace_test iter_error_test reliability_test >/dev/null ||
+    ninja -C "$build" -j2 tdb_stress tdb_verify fault_env_test fault_test nospace_test iter_error_test reliability_test >/dev/null ||
     { echo "test_reliability.sh: build failed"; exit 2; }
 
 if skipped crash; then stage crash skipped 0; else
@@ -56,7 +56,7 @@ if skipped crash; then stage crash skipped 0; else
 fi
 
 if skipped fault; then stage fault skipped 0; else
-    echo "=== fault injection (ctest: fault_test, nospace_test, iter_error_test, reliability_test)"
+    echo "=== fault injection (ctest: fault_env_test, fault_test, nospace_test, iter_error_test, reliability_test)"
     t0=$SECONDS
     if ctest --test-dir "$build" -j2 --timeout 900 -R '^(Fault|NoSpace|IterError|DbCheck|Stress|Tamper)' --output-on-failure >"$build/reliability.ctest.log" 2>&1; then
         grep -E "tests passed" "$build/reliability.ctest.log" | tail -1
