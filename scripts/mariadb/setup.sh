@@ -4,7 +4,8 @@
 #  1. installs the MariaDB server pinned to $MARIADB_PIN_VERSION (a plugin
 #     only loads into the exact server version it was compiled against),
 #     MyRocks, Spider (the sharding front of scripts/mariadb/spider/), the
-#     mtr test suite, sysbench, the compilers and the
+#     LZ4 and Snappy providers (InnoDB's page compression with them: the
+#     harnesses' compression settings), the mtr test suite, sysbench, the compilers and the
 #     allocators the servers can be preloaded with (jemalloc, mimalloc,
 #     tcmalloc: server.sh --malloc, the harnesses' --malloc), without
 #     starting a system-wide server (policy-rc.d), then holds the MariaDB packages
@@ -22,7 +23,8 @@ export DEBIAN_FRONTEND=noninteractive
 V="$MARIADB_PIN_VERSION"
 
 server_pkgs=(mariadb-server mariadb-server-core mariadb-client mariadb-client-core
-             mariadb-common mariadb-plugin-rocksdb mariadb-plugin-spider mariadb-test mariadb-test-data)
+             mariadb-common mariadb-plugin-rocksdb mariadb-plugin-spider mariadb-test mariadb-test-data
+             mariadb-plugin-provider-lz4 mariadb-plugin-provider-snappy)
 other_pkgs=(sysbench build-essential cmake ninja-build pkg-config
             liblz4-dev libzstd-dev libsnappy-dev libxxhash-dev libgtest-dev dpkg-dev xz-utils
             libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4)

@@ -29,7 +29,7 @@ type external struct {
 
 // serverFlags configure the servers tpcc starts: with --target it starts
 // none, so giving one of them is a contradiction, refused.
-var serverFlags = []string{"engines", "check-engines", "builds", "malloc", "durability", "memory", "cache", "mem-limit", "rocksdb-mem-limit", "cnf",
+var serverFlags = []string{"engines", "check-engines", "builds", "malloc", "durability", "memory", "cache", "compression", "mem-limit", "rocksdb-mem-limit", "cnf",
 	"server-dir", "port"}
 
 var engineName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)

@@ -49,10 +49,32 @@ func TestRocksDBMemLimitFlag(t *testing.T) {
 	}
 }
 
+// --compression sets every engine's compression (none by default), and the
+// servers' my.cnf carries it.
+func TestCompressionFlag(t *testing.T) {
+	o, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := o.preset; p.TidesDBCompression != "NONE" || p.InnoDBCompression != "NONE" || p.RocksDBCompression != "NONE" {
+		t.Errorf("default compression %+v", p)
+	}
+	if o, err = parseFlags(strings.Fields("--compression lz4")); err != nil {
+		t.Fatal(err)
+	}
+	cnf := strings.Join(o.preset.CnfLines(), "\n")
+	for _, want := range []string{"tidesdb_default_compression = LZ4", "innodb_compression_algorithm = lz4",
+		"innodb_compression_default = ON", "rocksdb_default_cf_options = compression=kLZ4Compression"} {
+		if !strings.Contains(cnf, want) {
+			t.Errorf("my.cnf lacks %q:\n%s", want, cnf)
+		}
+	}
+}
+
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{{"--engines", "myisam"}, {"--warehouses", "-1"}, {"--run-vu", "-2"},
 		{"--duration", "0.01"}, {"--preset", "big"}, {"--isolation", "SNAPSHOT"}, {"--durability", "never"},
-		{"--cache", "lots"}, {"--iterations", "0"}, {"stray"}, {"--max-err-pct", "101"}} {
+		{"--cache", "lots"}, {"--iterations", "0"}, {"stray"}, {"--max-err-pct", "101"}, {"--compression", "gzip"}} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("%q accepted", args)
 		}
@@ -109,7 +131,7 @@ func TestExternalTarget(t *testing.T) {
 func TestExternalContradictions(t *testing.T) {
 	ext := "--target 127.0.0.1:3520 --engine TidesDB "
 	for _, args := range []string{ext + "--mem-limit 1G", ext + "--engines tidesdb", ext + "--malloc jemalloc",
-		ext + "--builds pgo", ext + "--durability durable", ext + "--memory seed", ext + "--cache 1G",
+		ext + "--builds pgo", ext + "--durability durable", ext + "--memory seed", ext + "--cache 1G", ext + "--compression lz4",
 		ext + "--cnf x.cnf", ext + "--server-dir /tmp/x", ext + "--port 3441",
 		"--target 127.0.0.1:3520", "--target /tmp/m.sock --engine TidesDB", "--target host --engine TidesDB",
 		"--target 127.0.0.1:3520 --engine no-such", "--engine SPIDER", "--label x", "--no-prepare"} {

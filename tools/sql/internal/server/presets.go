@@ -95,7 +95,8 @@ type Preset struct {
 	// 64 MiB caches, TPC-C 8 warehouses).
 	RocksDBMemLimit int64
 	// Compression per engine: NONE, LZ4, ZSTD, SNAPPY (InnoDB: page
-	// compression with that algorithm where the server has it).
+	// compression, NONE, LZ4 or SNAPPY, through the server's provider
+	// plugin of that algorithm: InnoDBProvider).
 	TidesDBCompression, InnoDBCompression, RocksDBCompression string
 	// Per-engine overrides of the durability preset ("" = from preset):
 	// TidesDB sync mode NONE|INTERVAL|FULL, InnoDB and MyRocks
@@ -158,6 +159,9 @@ func (p Preset) Validate() error {
 		default:
 			return fmt.Errorf("compression %q: want NONE, LZ4, ZSTD or SNAPPY", c)
 		}
+	}
+	if strings.ToUpper(p.InnoDBCompression) == "ZSTD" {
+		return fmt.Errorf("InnoDB compression ZSTD: InnoDB has no zstd page compression; want NONE, LZ4 or SNAPPY")
 	}
 	if p.TidesDBSync != "" {
 		switch strings.ToUpper(p.TidesDBSync) {
@@ -307,6 +311,18 @@ func (p Preset) CnfLines() []string {
 		l = append(l, p.Extra...)
 	}
 	return l
+}
+
+// InnoDBProvider is the provider plugin InnoDB's page compression needs
+// (MariaDB loads an algorithm's library only through it), or "".
+func (p Preset) InnoDBProvider() string {
+	switch strings.ToUpper(p.InnoDBCompression) {
+	case "LZ4":
+		return "provider_lz4"
+	case "SNAPPY":
+		return "provider_snappy"
+	}
+	return ""
 }
 
 func rocksCompression(c string) string {

@@ -347,6 +347,9 @@ func (s *Server) cnf(data string) string {
 			b.WriteString("plugin-load-add=ha_rocksdb.so\n")
 		}
 	}
+	if pv := s.opt.Preset.InnoDBProvider(); pv != "" && len(s.opt.Engines) == 0 && !s.opt.bare {
+		b.WriteString("plugin-load-add=" + pv + ".so\n") // before InnoDB's compression setting is read
+	}
 	var lines []string
 	if !s.opt.bare {
 		lines = s.opt.Preset.CnfLines()
