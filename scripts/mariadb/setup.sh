@@ -5,8 +5,8 @@
 #     only loads into the exact server version it was compiled against),
 #     MyRocks, Spider (the sharding front of scripts/mariadb/spider/), the
 #     LZ4 and Snappy providers (InnoDB's page compression with them: the
-#     harnesses' compression settings), the mtr test suite, sysbench, the compilers and the
-#     allocators the servers can be preloaded with (jemalloc, mimalloc,
+#     harnesses' compression settings), the mtr test suite, sysbench, the
+#     compilers and the allocators the servers can be preloaded with (jemalloc, mimalloc,
 #     tcmalloc: server.sh --malloc, the harnesses' --malloc), without
 #     starting a system-wide server (policy-rc.d), then holds the MariaDB packages
 #     so later installs cannot upgrade them;

@@ -109,7 +109,7 @@ func parseFlags(args []string) (options, error) {
 	memory := fs.String("memory", server.Equal, "memory preset equal|seed")
 	cache := fs.String("cache", "", "cache size of every engine (default: the size preset's)")
 	memLimit := fs.String("mem-limit", "", "memory limit of each server with --memory equal")
-	compression := fs.String("compression", "NONE", "compression of every engine's tables: NONE, LZ4, ZSTD or SNAPPY (InnoDB: page compression)")
+	compression := fs.String("compression", "NONE", "compression of every engine's tables: NONE, LZ4 or SNAPPY (InnoDB: page compression; it has no ZSTD)")
 	rocksLimit := fs.String("rocksdb-mem-limit", "", "MyRocks's server's limit instead, at least --mem-limit (labelled: MyRocks is OOM-killed at small limits)")
 	fs.StringVar(&o.cnf, "cnf", "", "a my.cnf included after the preset")
 	fs.StringVar(&o.out, "out", "", "output directory (default results/tpcc-<stamp>)")
