@@ -5,10 +5,7 @@
 // and compaction_run on real tables) is in table_write_test.cc.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstring>
-#include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -17,14 +14,8 @@
 #include "testutil.h"
 
 extern "C" {
-#include "cache/cache.h"
-#include "env/env.h"
-#include "sst/sst.h"
-#include "util/coding.h"
 #include "util/error.h"
-#include "util/ikey.h"
 #include "version/compaction.h"
-#include "version/table_cache.h"
 #include "version/version.h"
 }
 
@@ -35,7 +26,6 @@ using namespace tdbtest;
 // ---------------------------------------------------------------------------
 // Picking (synthetic file metas: no tables needed)
 // ---------------------------------------------------------------------------
-
 
 TEST(CompactionPick, Level1FileCountTrigger) {
     compaction_opts_t o = Opts();

@@ -194,9 +194,9 @@ func parseFlags(args []string) (options, error) {
 
 	p := server.DefaultPreset()
 	p.Durability, p.Memory = *durability, *memory
-	c := strings.ToUpper(*compression)
-	p.TidesDBCompression, p.InnoDBCompression, p.RocksDBCompression = c, c, c
-	c = *cache
+	comp := strings.ToUpper(*compression)
+	p.TidesDBCompression, p.InnoDBCompression, p.RocksDBCompression = comp, comp, comp
+	c := *cache
 	if c == "" {
 		c = defs["cache"]
 	}

@@ -96,7 +96,7 @@ type Preset struct {
 	RocksDBMemLimit int64
 	// Compression per engine: NONE, LZ4, ZSTD, SNAPPY (InnoDB: page
 	// compression, NONE, LZ4 or SNAPPY, through the server's provider
-	// plugin of that algorithm: InnoDBProvider).
+	// plugin of that algorithm).
 	TidesDBCompression, InnoDBCompression, RocksDBCompression string
 	// Per-engine overrides of the durability preset ("" = from preset):
 	// TidesDB sync mode NONE|INTERVAL|FULL, InnoDB and MyRocks
@@ -296,7 +296,10 @@ func (p Preset) CnfLines() []string {
 		"innodb_write_io_threads = "+strconv.Itoa(p.BackgroundThreads),
 	)
 	if c := strings.ToUpper(p.InnoDBCompression); c != "NONE" {
-		l = append(l, "innodb_compression_algorithm = "+strings.ToLower(c), "innodb_compression_default = ON")
+		// LZ4 or SNAPPY (Validate): MariaDB reaches either only through its
+		// provider plugin.
+		l = append(l, "plugin_load_add = provider_"+strings.ToLower(c),
+			"innodb_compression_algorithm = "+strings.ToLower(c), "innodb_compression_default = ON")
 	}
 	l = append(l,
 		"# --- MyRocks",
@@ -311,18 +314,6 @@ func (p Preset) CnfLines() []string {
 		l = append(l, p.Extra...)
 	}
 	return l
-}
-
-// InnoDBProvider is the provider plugin InnoDB's page compression needs
-// (MariaDB loads an algorithm's library only through it), or "".
-func (p Preset) InnoDBProvider() string {
-	switch strings.ToUpper(p.InnoDBCompression) {
-	case "LZ4":
-		return "provider_lz4"
-	case "SNAPPY":
-		return "provider_snappy"
-	}
-	return ""
 }
 
 func rocksCompression(c string) string {

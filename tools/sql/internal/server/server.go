@@ -347,9 +347,6 @@ func (s *Server) cnf(data string) string {
 			b.WriteString("plugin-load-add=ha_rocksdb.so\n")
 		}
 	}
-	if pv := s.opt.Preset.InnoDBProvider(); pv != "" && len(s.opt.Engines) == 0 && !s.opt.bare {
-		b.WriteString("plugin-load-add=" + pv + ".so\n") // before InnoDB's compression setting is read
-	}
 	var lines []string
 	if !s.opt.bare {
 		lines = s.opt.Preset.CnfLines()
@@ -385,9 +382,9 @@ func (s *Server) wants(line string) bool {
 	if strings.HasPrefix(line, "rocksdb_") {
 		return has("RocksDB")
 	}
-	if strings.HasPrefix(line, "innodb_") {
-		// InnoDB's tuning only where InnoDB is the engine under test (no
-		// plugin loaded). Elsewhere it holds only system tables, and the
+	if strings.HasPrefix(line, "innodb_") || strings.HasPrefix(line, "plugin_load_add = provider_") {
+		// InnoDB's tuning (and the compression provider it loads) only
+		// where InnoDB is the engine under test (no plugin loaded). Elsewhere it holds only system tables, and the
 		// preset's 64 MiB log buffer alone kept ~50 MiB resident in the
 		// TidesDB and MyRocks servers, under the same memory limit.
 		return len(s.opt.Engines) == 0
