@@ -4,6 +4,7 @@
 #include "commit_sync.h"
 #include "handlerton.h"
 #include "info_schema.h"
+#include "malloc_tuning.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -107,6 +108,16 @@ static int open_database() {
 }
 
 static int tidesdb_init(void *p) {
+  /* First, before the server's start-up frees the block that would raise
+   * glibc's thresholds (malloc_tuning.h). */
+  size_t mt = sysvars_malloc_threshold();
+  MallocTuning tuned = malloc_tuning_apply(mt);
+  if (tuned == MallocTuning::applied)
+    log_info("TidesDB: glibc malloc thresholds fixed at %zu bytes", mt);
+  else if (tuned == MallocTuning::refused)
+    log_warning("TidesDB: glibc refused tidesdb_malloc_threshold = %zu; its thresholds stay adaptive", mt);
+  else
+    log_info("TidesDB: glibc malloc thresholds %s", malloc_tuning_name(tuned));
   handlerton *hton = (handlerton *)p;
   g_hton = hton;
   hton->create = create_handler;

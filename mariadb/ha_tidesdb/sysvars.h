@@ -36,6 +36,8 @@ extern ha_create_table_option g_table_options[];
 
 /* Database settings from the variables. */
 void sysvars_db_config(tdb_config_t *cfg);
+/* tidesdb_malloc_threshold (bytes; 0 = leave glibc's thresholds). */
+size_t sysvars_malloc_threshold();
 /* Settings of a new table's column families: defaults + table options. */
 void sysvars_cf_config(const ha_table_option_struct *opt, tdb_cf_config_t *cfg);
 /* tidesdb_skip_unique_check for this session. */

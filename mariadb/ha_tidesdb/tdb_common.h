@@ -25,6 +25,8 @@
  *   info_schema.{h,cc}    information_schema.TIDESDB_* tables
  *   hot_backup.{h,cc}     SET GLOBAL tidesdb_backup_dir: hot backup (checkpoint,
  *                         .frm files, binlog position) under BACKUP STAGE
+ *   malloc_tuning.{h,cc}  tidesdb_malloc_threshold: glibc malloc thresholds
+ *                         fixed for the server process
  *
  * Dependency direction: tidesdb.h <- key_codec, row_format <- dict <- trx
  * <- txn_iter, handlerton <- handler <- plugin. Only trx.cc, txn_iter.cc

@@ -250,7 +250,7 @@ func (p Preset) LimitFor(engine string) int64 {
 func (p Preset) TidesDBMemoryBound() int64 { return p.TidesDBCache + 2*p.WriteBuffer }
 
 // CnfLines is the [mysqld] section the preset gives, for all engines
-// (each server loads all three; only the engine under test holds data).
+// (a server keeps the lines of the engine under test: Server.wants).
 func (p Preset) CnfLines() []string {
 	flushMethod := "O_DIRECT"
 	if p.Memory == Equal {
