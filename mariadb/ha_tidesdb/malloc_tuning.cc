@@ -27,7 +27,8 @@ MallocTuning malloc_tuning_apply(size_t threshold) {
   if (threshold == 0) return MallocTuning::off;
 #if defined(__GLIBC__)
   if (!malloc_is_glibc()) return MallocTuning::other;
-  if (threshold > MALLOC_THRESHOLD_MAX || threshold > (size_t)INT_MAX) return MallocTuning::refused;
+  static_assert(MALLOC_THRESHOLD_MAX <= (size_t)INT_MAX, "mallopt takes an int");
+  if (threshold > MALLOC_THRESHOLD_MAX) return MallocTuning::refused;
   if (mallopt(M_MMAP_THRESHOLD, (int)threshold) != 1) return MallocTuning::refused;
   if (mallopt(M_TRIM_THRESHOLD, (int)threshold) != 1) return MallocTuning::refused;
   malloc_trim(0);

@@ -87,16 +87,16 @@ void child(size_t threshold, size_t size, size_t count, Ok ok) {
   exit(1);
 }
 
-}  // namespace
-
 /* Runs in a child, so probing glibc here tunes nothing in the parent. */
-static bool tunable() {
+bool tunable() {
   pid_t pid = fork();
   if (pid == 0) _exit(malloc_tuning_apply((size_t)128 << 10) == MallocTuning::applied ? 0 : 1);
   int st = 0;
   if (pid < 0 || waitpid(pid, &st, 0) != pid) return false;
   return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
+
+}  // namespace
 
 class MallocTuningTest : public ::testing::Test {
  protected:
@@ -107,8 +107,8 @@ class MallocTuningTest : public ::testing::Test {
 };
 
 /* The problem, as glibc behaves without the setting: 24 MiB of 512 KiB
- * blocks freed by a thread stay resident in its arena. If this stops
- * failing on a future glibc, the setting may no longer be needed. */
+ * blocks freed by a thread stay resident in its arena. If this fails on
+ * a future glibc, the setting may no longer be needed. */
 TEST_F(MallocTuningTest, AdaptiveThresholdsKeepFreedBlocks) {
   EXPECT_EXIT(child(0, 512 << 10, 48, [](long kept) { return kept >= 16 << 10; }), ::testing::ExitedWithCode(0), "");
 }
