@@ -424,11 +424,12 @@ typedef struct mt_iter {
 } mt_iter_t;
 
 /* Move to entry e (or invalid if NULL), decoding key and value once. The
- * node a scan visits next is prefetched: the following one, or, when e
- * heads a run of older versions, the run's end (next_user_key jumps
- * there). A scan's nodes are scattered over the arena and mostly cold, and
- * the caller's work on this entry (a row handed to the SQL layer) hides
- * the fetch. */
+ * nodes a scan may visit next are prefetched: the following one, links and
+ * entry (its size guessed from e's), where next() goes and where a scan
+ * steps first when e heads a run of older versions (to find it the same
+ * key), and then the run's end (next_user_key jumps there). A scan's nodes
+ * are scattered over the arena and mostly cold, and the caller's work on
+ * this entry (a row handed to the SQL layer) hides the fetch. */
 static void mt_iter_set(mt_iter_t *it, const char *e) {
     it->node = e;
     if (e) {
@@ -436,8 +437,9 @@ static void mt_iter_set(mt_iter_t *it, const char *e) {
         it->key = skiplist_entry_key(e, &rest);
         it->value = skiplist_entry_value(rest);
         const char *end = skiplist_run_end(e);
-        const char *ahead = end != e ? end : skiplist_next(e);
-        if (ahead) __builtin_prefetch(ahead);
+        const char *nx = skiplist_next(e);
+        if (nx) skiplist_prefetch(nx, (size_t)(it->value.data + it->value.size - e));
+        if (end != e) __builtin_prefetch(end);
     }
 }
 

@@ -394,6 +394,15 @@ static const char *sl_descend(const skiplist_t *s, slice_t user, uint64_t traile
     }
 }
 
+/* Prefetch the lines from the node's level-0 link to the entry's
+ * entry_bytes-th byte (see skiplist.h). */
+void skiplist_prefetch(const char *entry, size_t entry_bytes) {
+    if (entry_bytes > SKIPLIST_PREFETCH_MAX) entry_bytes = SKIPLIST_PREFETCH_MAX;
+    uintptr_t line = (uintptr_t)sl_link(entry, 0) & ~(uintptr_t)63; /* the links precede the entry */
+    uintptr_t last = (uintptr_t)entry + (entry_bytes ? entry_bytes - 1 : 0);
+    for (; line <= last; line += 64) __builtin_prefetch((const char *)line);
+}
+
 /* A node of entry's user key at or after it (see skiplist.h). */
 const char *skiplist_run_end(const char *entry) {
     return atomic_load_explicit(sl_run_slot(entry), memory_order_relaxed);

@@ -134,6 +134,12 @@ const char *skiplist_next(const char *entry);
 /* A node of entry's user key at or after entry, usually the last of its
  * run (see "Runs" above); entry itself when none is known. */
 const char *skiplist_run_end(const char *entry);
+/* Start loading a node about to be visited: its level-0 link and run-end
+ * slot and its entry's first entry_bytes bytes (a guess, e.g. the size of
+ * the entry visited now), at most SKIPLIST_PREFETCH_MAX of them. A hint:
+ * nothing is read. */
+#define SKIPLIST_PREFETCH_MAX 256
+void skiplist_prefetch(const char *entry, size_t entry_bytes);
 /* First entry >= target. */
 const char *skiplist_seek(const skiplist_t *s, slice_t user, uint64_t trailer);
 /* Last entry < entry (a linked node), from its predecessor hint. */

@@ -118,6 +118,9 @@ static int key_reserve(block_iter_t *it, size_t n) {
     return TDB_OK;
 }
 
+/* Bytes of the following entry parse_next prefetches, at most. */
+#define PREFETCH_MAX 256
+
 /* Decode the entry at it->next and make it current; 0 at end or on error. */
 static int parse_next(block_iter_t *it) {
     it->cur = it->next;
@@ -143,6 +146,14 @@ static int parse_next(block_iter_t *it) {
     it->key_size = (size_t)shared + non_shared;
     it->value = slice_make(p + non_shared, vlen);
     it->next = (uint32_t)(p + non_shared + vlen - it->data);
+    /* Start loading the following entry, taken to be as long as this one:
+     * a scan reads it next, after its caller's work on this one (a row
+     * handed to the SQL layer), and a cached block is seldom in the CPU's
+     * caches. */
+    const char *nx = it->data + it->next;
+    size_t len = it->next - it->cur < PREFETCH_MAX ? it->next - it->cur : PREFETCH_MAX;
+    const char *end = (size_t)(limit - nx) < len ? limit : nx + len;
+    for (uintptr_t l = (uintptr_t)nx & ~(uintptr_t)63; l < (uintptr_t)end; l += 64) __builtin_prefetch((const char *)l);
     while (it->restart_idx + 1 < it->num_restarts && restart_point(it, it->restart_idx + 1) < it->cur)
         it->restart_idx++;
     return 1;
