@@ -424,12 +424,13 @@ typedef struct mt_iter {
 } mt_iter_t;
 
 /* Move to entry e (or invalid if NULL), decoding key and value once. The
- * nodes a scan may visit next are prefetched: the following one, links and
- * entry (its size guessed from e's), where next() goes and where a scan
- * steps first when e heads a run of older versions (to find it the same
- * key), and then the run's end (next_user_key jumps there). A scan's nodes
- * are scattered over the arena and mostly cold, and the caller's work on
- * this entry (a row handed to the SQL layer) hides the fetch. */
+ * nodes a scan may visit next are prefetched: the following node, its link
+ * and whole entry (sized like e's), which next() visits, and which a scan
+ * steps onto even when it is an older version of e's key (to find it the
+ * same key); and, when e heads a run of older versions, the run's end,
+ * where next_user_key then jumps. A scan's nodes are scattered over the
+ * arena and mostly cold, and the caller's work on this entry (a row handed
+ * to the SQL layer) hides the fetch. */
 static void mt_iter_set(mt_iter_t *it, const char *e) {
     it->node = e;
     if (e) {

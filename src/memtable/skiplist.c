@@ -10,6 +10,7 @@
 #include "util/coding.h"
 #include "util/error.h"
 #include "util/ikey.h"
+#include "util/prefetch.h"
 
 typedef _Atomic(char *) link_t;
 
@@ -398,9 +399,7 @@ static const char *sl_descend(const skiplist_t *s, slice_t user, uint64_t traile
  * entry_bytes-th byte (see skiplist.h). */
 void skiplist_prefetch(const char *entry, size_t entry_bytes) {
     if (entry_bytes > SKIPLIST_PREFETCH_MAX) entry_bytes = SKIPLIST_PREFETCH_MAX;
-    uintptr_t line = (uintptr_t)sl_link(entry, 0) & ~(uintptr_t)63; /* the links precede the entry */
-    uintptr_t last = (uintptr_t)entry + (entry_bytes ? entry_bytes - 1 : 0);
-    for (; line <= last; line += 64) __builtin_prefetch((const char *)line);
+    tdb_prefetch_range(sl_link(entry, 0), entry + (entry_bytes ? entry_bytes : 1)); /* the links precede the entry */
 }
 
 /* A node of entry's user key at or after it (see skiplist.h). */

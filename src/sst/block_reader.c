@@ -5,6 +5,7 @@
 
 #include "util/coding.h"
 #include "util/error.h"
+#include "util/prefetch.h"
 
 /* Prepare an iterator with inline key storage and no block. */
 void block_iter_init(block_iter_t *it, key_cmp_fn cmp) {
@@ -152,8 +153,7 @@ static int parse_next(block_iter_t *it) {
      * caches. */
     const char *nx = it->data + it->next;
     size_t len = it->next - it->cur < PREFETCH_MAX ? it->next - it->cur : PREFETCH_MAX;
-    const char *end = (size_t)(limit - nx) < len ? limit : nx + len;
-    for (uintptr_t l = (uintptr_t)nx & ~(uintptr_t)63; l < (uintptr_t)end; l += 64) __builtin_prefetch((const char *)l);
+    tdb_prefetch_range(nx, (size_t)(limit - nx) < len ? limit : nx + len);
     while (it->restart_idx + 1 < it->num_restarts && restart_point(it, it->restart_idx + 1) < it->cur)
         it->restart_idx++;
     return 1;
@@ -236,7 +236,7 @@ int block_iter_prefetch_seek(const block_iter_t *it, slice_t target, int stage) 
     uint32_t to = r + 1 < it->num_restarts ? restart_point(it, r + 1) : it->restarts;
     if (to > it->restarts || from >= to) return 0;
     if (to - from > SCAN_HINT_BYTES) to = from + SCAN_HINT_BYTES;
-    for (uint32_t off = from & ~63u; off < to; off += 64) __builtin_prefetch(it->data + off);
+    tdb_prefetch_range(it->data + from, it->data + to);
     return 0;
 }
 
