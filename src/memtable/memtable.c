@@ -440,7 +440,7 @@ static void mt_iter_set(mt_iter_t *it, const char *e) {
         const char *end = skiplist_run_end(e);
         const char *nx = skiplist_next(e);
         if (nx) skiplist_prefetch(nx, (size_t)(it->value.data + it->value.size - e));
-        if (end != e) __builtin_prefetch(end);
+        if (end != e) skiplist_prefetch(end, 1); /* next_user_key reads its link */
     }
 }
 

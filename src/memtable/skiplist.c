@@ -398,7 +398,7 @@ static const char *sl_descend(const skiplist_t *s, slice_t user, uint64_t traile
 /* Prefetch the lines from the node's level-0 link to the entry's
  * entry_bytes-th byte (see skiplist.h). */
 void skiplist_prefetch(const char *entry, size_t entry_bytes) {
-    if (entry_bytes > SKIPLIST_PREFETCH_MAX) entry_bytes = SKIPLIST_PREFETCH_MAX;
+    if (entry_bytes > TDB_PREFETCH_ENTRY_MAX) entry_bytes = TDB_PREFETCH_ENTRY_MAX;
     tdb_prefetch_range(sl_link(entry, 0), entry + (entry_bytes ? entry_bytes : 1)); /* the links precede the entry */
 }
 

@@ -136,9 +136,8 @@ const char *skiplist_next(const char *entry);
 const char *skiplist_run_end(const char *entry);
 /* Start loading a node about to be visited: its level-0 link and run-end
  * slot and its entry's first entry_bytes bytes (a guess, e.g. the size of
- * the entry visited now), at most SKIPLIST_PREFETCH_MAX of them. A hint:
- * nothing is read. */
-#define SKIPLIST_PREFETCH_MAX 256
+ * the entry visited now; at least its first, at most TDB_PREFETCH_ENTRY_MAX
+ * of util/prefetch.h). A hint: nothing is read. */
 void skiplist_prefetch(const char *entry, size_t entry_bytes);
 /* First entry >= target. */
 const char *skiplist_seek(const skiplist_t *s, slice_t user, uint64_t trailer);

@@ -119,9 +119,6 @@ static int key_reserve(block_iter_t *it, size_t n) {
     return TDB_OK;
 }
 
-/* Bytes of the following entry parse_next prefetches, at most. */
-#define PREFETCH_MAX 256
-
 /* Decode the entry at it->next and make it current; 0 at end or on error. */
 static int parse_next(block_iter_t *it) {
     it->cur = it->next;
@@ -152,7 +149,7 @@ static int parse_next(block_iter_t *it) {
      * handed to the SQL layer), and a cached block is seldom in the CPU's
      * caches. */
     const char *nx = it->data + it->next;
-    size_t len = it->next - it->cur < PREFETCH_MAX ? it->next - it->cur : PREFETCH_MAX;
+    size_t len = it->next - it->cur < TDB_PREFETCH_ENTRY_MAX ? it->next - it->cur : TDB_PREFETCH_ENTRY_MAX;
     tdb_prefetch_range(nx, (size_t)(limit - nx) < len ? limit : nx + len);
     while (it->restart_idx + 1 < it->num_restarts && restart_point(it, it->restart_idx + 1) < it->cur)
         it->restart_idx++;
