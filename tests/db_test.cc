@@ -104,6 +104,21 @@ TEST_F(DbTest, BadInputGetsClearErrors) {
     EXPECT_STRNE(tdb_last_error(), "");
 }
 
+// The background threads carry names (for top, perf and gdb): as many
+// flush and compaction workers as configured, and the WAL's sync thread.
+TEST_F(DbTest, BackgroundThreadsAreNamed) {
+    std::map<std::string, int> names;
+    for (auto &t : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream f(t.path() / "comm");
+        std::string n;
+        std::getline(f, n);
+        names[n]++;
+    }
+    EXPECT_GE(names["tdb-flush"], cfg_.flush_threads);
+    EXPECT_GE(names["tdb-compact"], cfg_.compaction_threads);
+    EXPECT_GE(names["tdb-wal-sync"], 1);
+}
+
 TEST_F(DbTest, SecondOpenIsLocked) {
     tdb_t *other = nullptr;
     EXPECT_EQ(tdb_open(dir_.path().c_str(), &cfg_, &other), TDB_ERR_LOCKED);

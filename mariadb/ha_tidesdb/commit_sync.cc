@@ -32,6 +32,8 @@
 
 #include "trx.h"
 
+#include <pthread.h>
+
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -73,6 +75,7 @@ static void notify(const std::vector<void *> &cookies) {
 
 static void run() {
   my_thread_init(); /* commit_checkpoint_notify_ha takes server mutexes */
+  (void)pthread_setname_np(pthread_self(), "tdb-binlog-ckpt");
   std::unique_lock<std::mutex> lk(g_mu);
   for (;;) {
     g_cv.wait(lk, [] { return g_stop || !g_pending.empty(); });

@@ -313,6 +313,7 @@ static void *worker_main(void *p) {
     free(p);
     tdb_t *db = a.db;
     uint32_t rr = 0;
+    (void)pthread_setname_np(pthread_self(), a.flusher ? "tdb-flush" : "tdb-compact"); /* for top, perf, gdb */
     pthread_mutex_lock(&db->mu);
     while (!db->shutting_down) {
         bool did = false;
@@ -484,6 +485,7 @@ int db_compact_cf(tdb_t *db, tdb_cf_t *cf) { return db_compact_cf_range(db, cf, 
 /* Background fsync of the WAL for families in TDB_SYNC_INTERVAL mode. */
 void *db_sync_thread(void *arg) {
     tdb_t *db = (tdb_t *)arg;
+    (void)pthread_setname_np(pthread_self(), "tdb-wal-sync");
     pthread_mutex_lock(&db->mu);
     while (!db->shutting_down) {
         uint64_t interval = db->min_sync_interval_us ? db->min_sync_interval_us : 100000;
