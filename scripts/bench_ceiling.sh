@@ -22,7 +22,7 @@
 #
 # Usage: bash scripts/bench_ceiling.sh [--durability relaxed|durable]
 #          [--workloads "tpcc tpcc_big oltp_insert oltp_write_only ..."] [--out DIR]
-#   about 1.5 minutes per workload and engine (default: tpcc, oltp_insert,
+#   about 1.5 minutes per workload and engine, tpcc_big 2.3 (default: tpcc, oltp_insert,
 #   oltp_write_only, relaxed: 9 minutes). Results: <out>/ceiling.csv and
 #   <out>/ceiling.md.
 set -uo pipefail

@@ -313,7 +313,6 @@ static void *worker_main(void *p) {
     free(p);
     tdb_t *db = a.db;
     uint32_t rr = 0;
-    (void)pthread_setname_np(pthread_self(), a.flusher ? "tdb-flush" : "tdb-compact"); /* for top, perf, gdb */
     pthread_mutex_lock(&db->mu);
     while (!db->shutting_down) {
         bool did = false;
@@ -339,14 +338,18 @@ int db_start_background(tdb_t *db) {
         if (!a) return tdb_err(TDB_ERR_NOMEM, "threads");
         a->db = db;
         a->flusher = i < db->cfg.flush_threads;
+        bool flusher = a->flusher; /* a belongs to the thread once it runs */
         if (pthread_create(&db->threads[i], NULL, worker_main, a) != 0) {
             free(a);
             return tdb_err(TDB_ERR_IO, "cannot start background thread");
         }
+        /* Named here, not by the thread, so the names are set once open returns (top, perf, gdb). */
+        (void)pthread_setname_np(db->threads[i], flusher ? "tdb-flush" : "tdb-compact");
         db->nthreads++;
     }
     if (pthread_create(&db->sync_thread, NULL, db_sync_thread, db) != 0)
         return tdb_err(TDB_ERR_IO, "cannot start sync thread");
+    (void)pthread_setname_np(db->sync_thread, "tdb-wal-sync");
     db->sync_thread_started = true;
     return TDB_OK;
 }
@@ -485,7 +488,6 @@ int db_compact_cf(tdb_t *db, tdb_cf_t *cf) { return db_compact_cf_range(db, cf, 
 /* Background fsync of the WAL for families in TDB_SYNC_INTERVAL mode. */
 void *db_sync_thread(void *arg) {
     tdb_t *db = (tdb_t *)arg;
-    (void)pthread_setname_np(pthread_self(), "tdb-wal-sync");
     pthread_mutex_lock(&db->mu);
     while (!db->shutting_down) {
         uint64_t interval = db->min_sync_interval_us ? db->min_sync_interval_us : 100000;
