@@ -75,7 +75,6 @@ static void notify(const std::vector<void *> &cookies) {
 
 static void run() {
   my_thread_init(); /* commit_checkpoint_notify_ha takes server mutexes */
-  (void)pthread_setname_np(pthread_self(), "tdb-binlog-ckpt");
   std::unique_lock<std::mutex> lk(g_mu);
   for (;;) {
     g_cv.wait(lk, [] { return g_stop || !g_pending.empty(); });
@@ -109,6 +108,9 @@ void commit_sync_start() {
   g_stop = false;
   g_running = true;
   g_thread = std::thread(run);
+  /* Named by its starter, like the library's threads (db/bg.c), so the name
+     is set once the plugin has started. */
+  (void)pthread_setname_np(g_thread.native_handle(), "tdb-binlog-ckpt");
 }
 
 void commit_sync_stop() {

@@ -338,13 +338,12 @@ int db_start_background(tdb_t *db) {
         if (!a) return tdb_err(TDB_ERR_NOMEM, "threads");
         a->db = db;
         a->flusher = i < db->cfg.flush_threads;
-        bool flusher = a->flusher; /* a belongs to the thread once it runs */
         if (pthread_create(&db->threads[i], NULL, worker_main, a) != 0) {
             free(a);
             return tdb_err(TDB_ERR_IO, "cannot start background thread");
         }
         /* Named here, not by the thread, so the names are set once open returns (top, perf, gdb). */
-        (void)pthread_setname_np(db->threads[i], flusher ? "tdb-flush" : "tdb-compact");
+        (void)pthread_setname_np(db->threads[i], i < db->cfg.flush_threads ? "tdb-flush" : "tdb-compact");
         db->nthreads++;
     }
     if (pthread_create(&db->sync_thread, NULL, db_sync_thread, db) != 0)
