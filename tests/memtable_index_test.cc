@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "memtable_testutil.h"
+#include "testutil.h"
 
 extern "C" {
 #include "memtable/memtable.h"
@@ -92,6 +93,44 @@ TEST(Memtable, PointIndexHotKeysRacingWriters) {
     EXPECT_EQ(Get(m, "hot", SEQ_MAX).found, 0);
     EXPECT_EQ(Get(m, "hot99", SEQ_MAX).found, 0);
     memtable_unref(m);
+}
+
+// The point index answers "no entry" from a bucket's filter: whether its
+// buckets hold one key each or hundreds (a filter with every bit set), a
+// key added is found at every version and a key never added is not, also
+// when it shares a bucket, and versions added through the index's link
+// (memtable_add of a newer version) as well as plain inserts.
+TEST(Memtable, PointIndexFindsEveryKeyAtAnyLoad) {
+    for (size_t capacity : {(size_t)1 << 30, (size_t)1 << 16}) {  // 128K buckets, 1K buckets
+        memtable_t *m = memtable_create_sized(capacity);
+        const uint64_t kKeys = 60000;
+        auto key = [](uint64_t i) { return tdbtest::Key(i * 2); };  // odd numbers are never added
+        uint64_t seq = 1;
+        for (uint64_t i = 0; i < kKeys; i++) {
+            std::string u = key(i);
+            ASSERT_EQ(memtable_add(m, seq, KT_PUT, Sl(u), Sl(ValueFor(u, seq))), TDB_OK);
+            seq++;
+        }
+        for (uint64_t i = 0; i < kKeys; i += 3) {  // a second version of every third key
+            std::string u = key(i);
+            ASSERT_EQ(memtable_add(m, seq, KT_PUT, Sl(u), Sl(ValueFor(u, seq))), TDB_OK);
+            seq++;
+        }
+        for (uint64_t i = 0; i < kKeys; i++) {
+            std::string u = key(i);
+            uint64_t newest = i % 3 == 0 ? kKeys + 1 + i / 3 : i + 1;
+            Got g = Get(m, u, SEQ_MAX);
+            ASSERT_EQ(g.found, 1) << u << " capacity " << capacity;
+            ASSERT_EQ(g.seq, newest) << u;
+            ASSERT_EQ(g.value, ValueFor(u, newest)) << u;
+            Got first = Get(m, u, i + 1);  // the first version, older than the second
+            ASSERT_EQ(first.found, 1) << u;
+            ASSERT_EQ(first.seq, i + 1) << u;
+            std::string absent = tdbtest::Key(i * 2 + 1);
+            ASSERT_EQ(Get(m, absent, SEQ_MAX).found, 0) << absent << " capacity " << capacity;
+        }
+        memtable_unref(m);
+    }
 }
 
 // A key whose only entries are range tombstones (starting at it) has no

@@ -412,8 +412,17 @@ void tdb_iter_next(tdb_iter_t *it) {
     } else {
         slice_t uk = ikey_user(iter_key(it->in));
         buf_clear(&it->saved_key);
-        buf_append(&it->saved_key, uk.data, uk.size);
-        iter_next(it->in);
+        if (buf_append(&it->saved_key, uk.data, uk.size) != TDB_OK) {
+            it->status = TDB_ERR_NOMEM; /* without the key its older versions would show */
+            it->valid = false;
+            return;
+        }
+        /* Leave the key's older versions at once (they follow it, in this
+         * source and in older ones: a row updated since the last flush
+         * has one in a memtable and one in a table) rather than step onto
+         * the next one and find it is the same key. */
+        if (it->in->ops->next_user_key) it->in->ops->next_user_key(it->in, buf_slice(&it->saved_key));
+        else iter_next(it->in);
     }
     find_next_user_entry(it, true);
     observe(it, 1);

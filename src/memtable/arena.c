@@ -59,6 +59,26 @@ arena_t *arena_create(size_t block_size) {
     return a;
 }
 
+/* A zeroed mapping of ARENA_HUGE_BLOCK bytes aligned to its size and
+ * offered to the kernel for a transparent huge page (see arena.h). */
+void *arena_map_huge(void) {
+    /* Map twice the size and keep the aligned half. */
+    char *p = (char *)mmap(NULL, 2 * ARENA_HUGE_BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    char *a = (char *)(((uintptr_t)p + ARENA_HUGE_BLOCK - 1) & ~(uintptr_t)(ARENA_HUGE_BLOCK - 1));
+    if (a > p) munmap(p, (size_t)(a - p));
+    if (a + ARENA_HUGE_BLOCK < p + 2 * ARENA_HUGE_BLOCK)
+        munmap(a + ARENA_HUGE_BLOCK, (size_t)(p + 2 * ARENA_HUGE_BLOCK - (a + ARENA_HUGE_BLOCK)));
+#ifdef MADV_HUGEPAGE
+    (void)madvise(a, ARENA_HUGE_BLOCK, MADV_HUGEPAGE); /* a hint: failure is harmless */
+#endif
+    return a;
+}
+
+void arena_unmap_huge(void *p) {
+    if (p) munmap(p, ARENA_HUGE_BLOCK);
+}
+
 /* Allocate a block of `size` usable bytes and link it (caller holds mu).
  * A block of exactly ARENA_HUGE_BLOCK bytes (header included) is aligned to
  * its size and offered to the kernel for a transparent huge page: a large
@@ -68,17 +88,7 @@ static arena_block_t *arena_new_block(arena_t *a, size_t size) {
     arena_block_t *b = NULL;
     size_t total = sizeof(arena_block_t) + size;
     if (total == ARENA_HUGE_BLOCK) {
-        /* Map twice the size and keep the aligned half. */
-        char *p = (char *)mmap(NULL, 2 * ARENA_HUGE_BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) return NULL;
-        char *a = (char *)(((uintptr_t)p + ARENA_HUGE_BLOCK - 1) & ~(uintptr_t)(ARENA_HUGE_BLOCK - 1));
-        if (a > p) munmap(p, (size_t)(a - p));
-        if (a + ARENA_HUGE_BLOCK < p + 2 * ARENA_HUGE_BLOCK)
-            munmap(a + ARENA_HUGE_BLOCK, (size_t)(p + 2 * ARENA_HUGE_BLOCK - (a + ARENA_HUGE_BLOCK)));
-#ifdef MADV_HUGEPAGE
-        (void)madvise(a, ARENA_HUGE_BLOCK, MADV_HUGEPAGE); /* a hint: failure is harmless */
-#endif
-        b = (arena_block_t *)a;
+        b = (arena_block_t *)arena_map_huge();
     } else if (total >= ARENA_MAP_MIN) {
         void *p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         b = p == MAP_FAILED ? NULL : (arena_block_t *)p;

@@ -42,6 +42,12 @@ void *arena_alloc(arena_t *a, size_t n);
 size_t arena_memory_usage(const arena_t *a);
 /* Free every block. No other call may run concurrently. */
 void arena_destroy(arena_t *a);
+/* A zeroed, ARENA_HUGE_BLOCK-aligned mapping of ARENA_HUGE_BLOCK bytes
+ * advised as a transparent huge page (one page fault instead of 512 when
+ * the kernel grants it), NULL on failure; arena_unmap_huge frees it (NULL
+ * is ignored). Also used outside arenas (the memtable's point index). */
+void *arena_map_huge(void);
+void arena_unmap_huge(void *p);
 
 #ifdef __cplusplus
 }

@@ -29,8 +29,11 @@
  *    or that a later commit's conflict check must see (run after earlier
  *    adds returned) is indexed, so memtable_get finds its key with one
  *    hash probe instead of a descent, and a key with no entry with no
- *    descent at all. An arena OOM while indexing turns the index off for
- *    good (lookups descend).
+ *    descent at all. Each bucket carries a filter of its keys' hashes
+ *    (64 bits, two per key, set before the key's node is pushed, never
+ *    cleared): a key with no entry is told from the bucket alone, without
+ *    walking its chain of cold nodes. An arena OOM while indexing turns
+ *    the index off for good (lookups descend).
  *  - A newer version of an indexed key whose node has one level (three in
  *    four) is linked without a descent: just before the indexed entry,
  *    from that node's predecessor hint (skiplist_insert_before). Any other
@@ -80,7 +83,7 @@ typedef struct memtable memtable_t;
 
 /* A new empty memtable with one reference; NULL on OOM. capacity is the
  * size it is expected to reach (its write buffer): it sizes the point
- * index (up to 1 MiB, about 3% of capacity). memtable_create assumes
+ * index (up to 2 MiB, about 6% of capacity). memtable_create assumes
  * MEMTABLE_DEFAULT_CAPACITY. */
 memtable_t *memtable_create_sized(size_t capacity);
 memtable_t *memtable_create(void);
@@ -147,7 +150,7 @@ int memtable_get(memtable_t *m, slice_t user_key, uint64_t snap_seq, unsigned *t
                  slice_t *value);
 
 /* Bytes reserved by the arena: the flush trigger. The point index's bucket
- * array (up to 1 MiB, see memtable_create_sized) is not counted. */
+ * array (up to 2 MiB, see memtable_create_sized) is not counted. */
 size_t memtable_memory_usage(const memtable_t *m);
 uint64_t memtable_num_entries(const memtable_t *m);
 /* Approximate entries (every version) with user key in [lo, hi) (NULL:
