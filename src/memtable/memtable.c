@@ -74,11 +74,16 @@ struct memtable {
     uint64_t id;            /* unique in the process (memtable_id) */
     mt_bucket_t *index;           /* index_mask + 1 buckets (NULL: no index, lookups descend) */
     size_t index_mask;
-    bool index_huge;              /* index from arena_map_huge, not calloc */
     _Atomic bool index_ok;        /* every point entry's key is indexed (false after an OOM) */
 };
 
 static _Atomic uint64_t next_memtable_id = 1;
+
+/* Whether m's point index is the one-huge-page kind (mt_index_map_huge)
+ * rather than calloc'd: decided by its size alone. */
+static inline bool mt_index_huge(const memtable_t *m) {
+    return (m->index_mask + 1) * sizeof(mt_bucket_t) == ARENA_HUGE_BLOCK;
+}
 
 /* The largest point index, one huge page, mapped writable up front. A full
  * memtable touches every page of its index, and a bucket is read before it
@@ -114,8 +119,7 @@ memtable_t *memtable_create_sized(size_t capacity) {
     size_t buckets = MT_INDEX_MIN_BUCKETS;
     while (buckets < MT_INDEX_MAX_BUCKETS && buckets * MT_INDEX_BYTES_PER_BUCKET < capacity) buckets <<= 1;
     m->index_mask = buckets - 1;
-    m->index_huge = buckets * sizeof *m->index == ARENA_HUGE_BLOCK;
-    m->index = m->index_huge ? mt_index_map_huge() : (mt_bucket_t *)calloc(buckets, sizeof *m->index);
+    m->index = mt_index_huge(m) ? mt_index_map_huge() : (mt_bucket_t *)calloc(buckets, sizeof *m->index);
     atomic_init(&m->index_ok, m->index != NULL);
     atomic_init(&m->refs, 1);
     atomic_init(&m->entries, 0);
@@ -139,7 +143,7 @@ void memtable_unref(memtable_t *m) {
      * as finished (release by them, acquire by it). */
     if (atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) != 1) return;
     arena_destroy(m->arena);
-    if (m->index_huge) arena_unmap_huge(m->index);
+    if (mt_index_huge(m)) arena_unmap_huge(m->index);
     else free(m->index);
     free(m);
 }
@@ -198,16 +202,17 @@ static uint64_t mt_hash(slice_t user_key) { return tdb_hash64(user_key.data, use
  * h's low bits). */
 static inline uint64_t mt_filter_bits(uint64_t h) { return (1ull << ((h >> 52) & 63)) | (1ull << ((h >> 58) & 63)); }
 
-/* Whether bucket b may hold a node for a key of hash h: false means it
- * holds none (of those pushed before the caller's acquire of the filter,
- * or of the bucket head, see mt_index_add). */
-static inline bool mt_filter_may_have(const mt_bucket_t *b, uint64_t h) {
+/* The index node of user_key (hash h) in bucket b, or NULL; *head (if
+ * not NULL) gets the chain's head the search started from. The head is
+ * read first, then the filter: a node on that chain was pushed after its
+ * key's bits were set (mt_index_add), so the filter shows them, and a
+ * filter without them means the chain holds no node of the key. The walk
+ * over the chain's cold nodes happens only when it may. */
+static mt_hnode_t *mt_bucket_find(mt_bucket_t *b, uint64_t h, slice_t user_key, mt_hnode_t **head) {
+    mt_hnode_t *n = atomic_load_explicit(&b->head, memory_order_acquire);
+    if (head) *head = n;
     uint64_t bits = mt_filter_bits(h);
-    return (atomic_load_explicit(&((mt_bucket_t *)(uintptr_t)b)->filter, memory_order_acquire) & bits) == bits;
-}
-
-/* The index node of user_key in its bucket's chain from n, or NULL. */
-static mt_hnode_t *mt_index_find(mt_hnode_t *n, uint64_t h, slice_t user_key) {
+    if ((atomic_load_explicit(&b->filter, memory_order_acquire) & bits) != bits) return NULL;
     for (; n; n = n->next) {
         if (n->hash != h) continue;
         const char *e = atomic_load_explicit(&n->entry, memory_order_acquire);
@@ -234,10 +239,8 @@ static void mt_index_add(memtable_t *m, const char *e, unsigned type, uint64_t s
     mt_bucket_t *b = &m->index[h & m->index_mask];
     mt_hnode_t *fresh = NULL;
     for (;;) {
-        /* The head first: a node on this chain was pushed after its key's
-         * bits were set, so the filter read after it shows them. */
-        mt_hnode_t *head = atomic_load_explicit(&b->head, memory_order_acquire);
-        mt_hnode_t *n = mt_filter_may_have(b, h) ? mt_index_find(head, h, user_key) : NULL;
+        mt_hnode_t *head;
+        mt_hnode_t *n = mt_bucket_find(b, h, user_key, &head);
         if (n) {
             mt_index_advance(n, e, seq);
             return; /* a fresh node left over from a lost race stays unused in the arena */
@@ -268,11 +271,8 @@ static bool mt_link_version(memtable_t *m, char *e, int height, unsigned type, u
                             uint64_t h) {
     if (height != 1 || type == KT_RANGE_DELETE || !atomic_load_explicit(&m->index_ok, memory_order_relaxed))
         return false;
-    const mt_bucket_t *b = &m->index[h & m->index_mask];
-    if (!mt_filter_may_have(b, h)) return false; /* a new key */
-    mt_hnode_t *n = mt_index_find(atomic_load_explicit(&((mt_bucket_t *)(uintptr_t)b)->head, memory_order_acquire), h,
-                                  user_key);
-    if (!n) return false;
+    mt_hnode_t *n = mt_bucket_find(&m->index[h & m->index_mask], h, user_key, NULL);
+    if (!n) return false; /* a new key */
     const char *cur = atomic_load_explicit(&n->entry, memory_order_acquire);
     if (ikey_seq(skiplist_entry_key(cur, NULL)) >= seq || !skiplist_insert_before(m->list, e, height, cur))
         return false;
@@ -373,9 +373,7 @@ int memtable_get(memtable_t *m, slice_t user_key, uint64_t snap_seq, unsigned *t
     slice_t k;
     if (atomic_load_explicit(&m->index_ok, memory_order_acquire)) {
         uint64_t h = mt_hash(user_key);
-        mt_bucket_t *b = &m->index[h & m->index_mask];
-        if (!mt_filter_may_have(b, h)) return 0; /* no point entry of the key: its bits are set before it is indexed */
-        mt_hnode_t *n = mt_index_find(atomic_load_explicit(&b->head, memory_order_acquire), h, user_key);
+        mt_hnode_t *n = mt_bucket_find(&m->index[h & m->index_mask], h, user_key, NULL);
         if (!n) return 0; /* no point entry of the key (see memtable.h, point index) */
         e = atomic_load_explicit(&n->entry, memory_order_acquire);
         for (int steps = 0; e; e = skiplist_next(e)) { /* newer versions, range tombstones */
