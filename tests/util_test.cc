@@ -1,6 +1,7 @@
 // Unit tests for util: coding, internal keys, checksums, errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 extern "C" {
@@ -8,6 +9,7 @@ extern "C" {
 #include "util/coding.h"
 #include "util/error.h"
 #include "util/ikey.h"
+#include "util/slice.h"
 }
 
 TEST(Coding, VarintRoundTrip) {
@@ -77,6 +79,50 @@ TEST(Ikey, SeparatorBetween) {
     ASSERT_EQ(ikey_user_separator(&out, c, nullptr), TDB_OK);
     EXPECT_GE(slice_compare(buf_slice(&out), c), 0);
     buf_free(&out);
+}
+
+// slice_compare and slice_equal compare in words up to SLICE_INLINE_MAX
+// bytes (the last word overlapping) and call memcmp beyond: against a plain
+// bytewise reference, for every length either side of those bounds and a
+// difference at every position, with bytes whose order differs signed and
+// unsigned (0x80 and above).
+TEST(Slice, CompareAndEqualMatchBytewiseOrder) {
+    auto ref = [](const std::string &a, const std::string &b) {
+        size_t n = std::min(a.size(), b.size());
+        for (size_t i = 0; i < n; i++)
+            if ((unsigned char)a[i] != (unsigned char)b[i]) return (unsigned char)a[i] < (unsigned char)b[i] ? -1 : 1;
+        return a.size() < b.size() ? -1 : (a.size() > b.size() ? 1 : 0);
+    };
+    auto sign = [](int r) { return r < 0 ? -1 : (r > 0 ? 1 : 0); };
+    uint64_t rng = 88172645463325252ull;
+    auto next = [&]() {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        return rng;
+    };
+    size_t checked = 0;
+    for (size_t len = 0; len <= SLICE_INLINE_MAX + 12; len++) {
+        std::string base(len, '\0');
+        for (auto &c : base) c = (char)(next() & 0xff);
+        for (size_t pos = 0; pos <= len; pos++) {
+            const unsigned char deltas[] = {1, 0x7f, 0x80, 0xff};
+            for (unsigned char d : deltas) {
+                std::string other = base;
+                if (pos < len) other[pos] = (char)((unsigned char)other[pos] + d);
+                // Equal contents, a byte changed, and prefixes of either.
+                const std::string cases[][2] = {{base, other}, {other, base}, {base, other.substr(0, pos)},
+                                                {other.substr(0, pos), base}, {base, base}};
+                for (const auto &c : cases) {
+                    slice_t a = slice_make(c[0].data(), c[0].size()), b = slice_make(c[1].data(), c[1].size());
+                    ASSERT_EQ(sign(slice_compare(a, b)), ref(c[0], c[1])) << "len " << len << " pos " << pos;
+                    ASSERT_EQ(slice_equal(a, b), ref(c[0], c[1]) == 0) << "len " << len << " pos " << pos;
+                    checked++;
+                }
+            }
+        }
+    }
+    EXPECT_GT(checked, 10000u);
 }
 
 TEST(Checksum, DetectsFlip) {

@@ -118,6 +118,7 @@ static void find_next_user_entry(tdb_iter_t *it, bool skipping) {
             if (vs_saved == 0 && it->in->ops->next_user_key) {
                 /* saved_key, not uk: uk lives in a source the call moves */
                 it->in->ops->next_user_key(it->in, buf_slice(&it->saved_key));
+                skipping = false; /* past every entry of saved_key */
             } else if (++run < SKIP_BEFORE_RESEEK) {
                 iter_next(it->in);
             } else {
@@ -170,12 +171,12 @@ static void find_next_user_entry(tdb_iter_t *it, bool skipping) {
                 it->status = TDB_ERR_NOMEM; /* without the key its older versions would show */
                 break;
             }
-            skipping = true;
             /* Deleted: every older version of the key is hidden too, so
              * leave them all at once (a queue's deleted head is a long run
              * of such keys), not by a step and a comparison first. */
-            if (it->in->ops->next_user_key) it->in->ops->next_user_key(it->in, buf_slice(&it->saved_key));
-            else iter_next(it->in);
+            skipping = !it->in->ops->next_user_key;
+            if (skipping) iter_next(it->in);
+            else it->in->ops->next_user_key(it->in, buf_slice(&it->saved_key));
             continue;
         }
         it->cur_value = v;
@@ -404,6 +405,7 @@ void tdb_iter_seek_for_prev(tdb_iter_t *it, const void *key, size_t klen) {
 
 void tdb_iter_next(tdb_iter_t *it) {
     if (!it || !it->valid) return;
+    bool skipping = true; /* entries of saved_key may come next */
     if (it->dir == DIR_REVERSE) {
         /* `in` is before the current key's entries; saved_key = current key. */
         it->dir = DIR_FORWARD;
@@ -420,11 +422,13 @@ void tdb_iter_next(tdb_iter_t *it) {
         /* Leave the key's older versions at once (they follow it, in this
          * source and in older ones: a row updated since the last flush
          * has one in a memtable and one in a table) rather than step onto
-         * the next one and find it is the same key. */
-        if (it->in->ops->next_user_key) it->in->ops->next_user_key(it->in, buf_slice(&it->saved_key));
-        else iter_next(it->in);
+         * the next one and find it is the same key; then no entry of it is
+         * left to compare with. */
+        skipping = !it->in->ops->next_user_key;
+        if (skipping) iter_next(it->in);
+        else it->in->ops->next_user_key(it->in, buf_slice(&it->saved_key));
     }
-    find_next_user_entry(it, true);
+    find_next_user_entry(it, skipping);
     observe(it, 1);
 }
 

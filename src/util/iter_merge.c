@@ -35,7 +35,10 @@
  *    still behind t (the others are, by the FORWARD invariant, already at
  *    their first entry >= t).
  *  - next_user_key (internal keys only) moves, one call each, only the
- *    children standing on the current user key.
+ *    children standing on the current user key; with n <= LINEAR_MAX it
+ *    finds them by comparing user keys, then picks the current child once
+ *    (a row with a version in a memtable and one in a table moves both
+ *    children for one rebuild, not two).
  *  - `err` is the first error seen on a child that went invalid since the
  *    last seek, noted when the child's move is loaded (merge_load); while
  *    it is set the merge is invalid (data may be missing).
@@ -267,6 +270,15 @@ static void merge_next_user_key(iter_t *it, slice_t u) {
         do {
             merge_next(it);
         } while (merge_valid(it) && slice_equal(ikey_user(m->key[m->cur]), u));
+        return;
+    }
+    if (m->n <= LINEAR_MAX) {
+        /* Every child standing on u moves past it, then one rebuild. By the
+         * FORWARD invariant no child is before u, and none is on u after. */
+        int c = m->cur;
+        for (int i = 0; i < m->n; i++)
+            if (i == c || (m->ok[i] && slice_equal(ikey_user(m->key[i]), u))) merge_child_past(m, i, u);
+        merge_rebuild(m);
         return;
     }
     do {
