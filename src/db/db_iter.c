@@ -96,6 +96,18 @@ static void note_dead(tdb_iter_t *it, uint64_t dead) {
     if (dead) atomic_fetch_add_explicit(&it->cf->dead_stepped, dead, memory_order_relaxed);
 }
 
+/* Move `in` off saved_key's entry: past all of that key's entries in one
+ * next_user_key call where the source has it (false: none of them can come
+ * next), else one step (true: more of them may follow). */
+static bool leave_saved_key(tdb_iter_t *it) {
+    if (!it->in->ops->next_user_key) {
+        iter_next(it->in);
+        return true;
+    }
+    it->in->ops->next_user_key(it->in, buf_slice(&it->saved_key));
+    return false;
+}
+
 /* Forward: from the current internal position, find the next visible user
  * entry, skipping versions of saved_key when `skipping` (in one
  * next_user_key call where the source has it). After SKIP_BEFORE_RESEEK
@@ -116,9 +128,7 @@ static void find_next_user_entry(tdb_iter_t *it, bool skipping) {
         int vs_saved = skipping ? slice_compare(uk, buf_slice(&it->saved_key)) : 1;
         if (vs_saved <= 0) {
             if (vs_saved == 0 && it->in->ops->next_user_key) {
-                /* saved_key, not uk: uk lives in a source the call moves */
-                it->in->ops->next_user_key(it->in, buf_slice(&it->saved_key));
-                skipping = false; /* past every entry of saved_key */
+                skipping = leave_saved_key(it); /* saved_key, not uk: uk lives in a source the call moves */
             } else if (++run < SKIP_BEFORE_RESEEK) {
                 iter_next(it->in);
             } else {
@@ -174,9 +184,7 @@ static void find_next_user_entry(tdb_iter_t *it, bool skipping) {
             /* Deleted: every older version of the key is hidden too, so
              * leave them all at once (a queue's deleted head is a long run
              * of such keys), not by a step and a comparison first. */
-            skipping = !it->in->ops->next_user_key;
-            if (skipping) iter_next(it->in);
-            else it->in->ops->next_user_key(it->in, buf_slice(&it->saved_key));
+            skipping = leave_saved_key(it);
             continue;
         }
         it->cur_value = v;
@@ -424,9 +432,7 @@ void tdb_iter_next(tdb_iter_t *it) {
          * has one in a memtable and one in a table) rather than step onto
          * the next one and find it is the same key; then no entry of it is
          * left to compare with. */
-        skipping = !it->in->ops->next_user_key;
-        if (skipping) iter_next(it->in);
-        else it->in->ops->next_user_key(it->in, buf_slice(&it->saved_key));
+        skipping = leave_saved_key(it);
     }
     find_next_user_entry(it, skipping);
     observe(it, 1);

@@ -29,14 +29,13 @@ static inline slice_t slice_make(const void *d, size_t n) {
  * call was most of a comparison. */
 #define SLICE_INLINE_MAX 32
 
-/* The 8 bytes at p as a number whose order is their bytewise order. */
-static inline uint64_t slice_word(const char *p) {
-    uint64_t x;
-    memcpy(&x, p, 8);
+/* An 8-byte word loaded from memory as a number whose order is its bytes'
+ * order. */
+static inline uint64_t slice_order64(uint64_t raw) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    x = __builtin_bswap64(x);
+    raw = __builtin_bswap64(raw);
 #endif
-    return x;
+    return raw;
 }
 
 /* The n < 8 bytes at p as a number whose order, among strings of n bytes,
@@ -59,45 +58,49 @@ static inline uint64_t slice_short(const char *p, size_t n) {
     return ((uint64_t)u[0] << 16) | ((uint64_t)u[n >> 1] << 8) | u[n - 1];
 }
 
+/* Of n >= 8 bytes, how many the words compare: all up to SLICE_INLINE_MAX,
+ * else the first word (most keys differ in it), memcmp the rest. */
+static inline size_t slice_words_end(size_t n) { return n <= SLICE_INLINE_MAX ? n : 8; }
+
+/* Compare bytes [0, end) (end >= 8) of a and b in 8-byte words, the last
+ * overlapping the one before; 1 with the first unequal pair of words (as
+ * loaded) in *x, *y, or 0 if the bytes are equal. */
+static inline int slice_words_differ(const char *a, const char *b, size_t end, uint64_t *x, uint64_t *y) {
+    for (size_t i = 0;; i += 8) {
+        if (i + 8 > end) i = end - 8;
+        memcpy(x, a + i, 8);
+        memcpy(y, b + i, 8);
+        if (*x != *y) return 1;
+        if (i + 8 == end) return 0;
+    }
+}
+
 /* Bytewise three-way comparison, shorter prefix first. */
 static inline int slice_compare(slice_t a, slice_t b) {
-    size_t n = a.size < b.size ? a.size : b.size, i = 0;
+    size_t n = a.size < b.size ? a.size : b.size, i = n;
+    uint64_t x, y;
     if (n < 8) {
-        uint64_t x = slice_short(a.data, n), y = slice_short(b.data, n);
+        x = slice_short(a.data, n);
+        y = slice_short(b.data, n);
         if (x != y) return x < y ? -1 : 1;
-        i = n;
     } else {
-        /* Up to SLICE_INLINE_MAX bytes in words; longer keys compare their
-         * first word here (most keys differ in it) and memcmp the rest. */
-        size_t end = n <= SLICE_INLINE_MAX ? n : 8;
-        for (;; i += 8) {
-            if (i + 8 > end) i = end - 8; /* the last word overlaps */
-            uint64_t x = slice_word(a.data + i), y = slice_word(b.data + i);
-            if (x != y) return x < y ? -1 : 1;
-            if (i + 8 == end) break;
-        }
-        i = end;
+        i = slice_words_end(n);
+        if (slice_words_differ(a.data, b.data, i, &x, &y)) return slice_order64(x) < slice_order64(y) ? -1 : 1;
     }
     int r = n > i ? memcmp(a.data + i, b.data + i, n - i) : 0;
     if (r == 0) r = (a.size < b.size) ? -1 : (a.size > b.size);
     return r;
 }
 
-/* Equal bytes? Words as in slice_compare (a scan asks this of every entry
- * it steps to). */
+/* Equal bytes? As slice_compare does (a scan asks this of every entry it
+ * steps to). */
 static inline int slice_equal(slice_t a, slice_t b) {
     size_t n = a.size;
     if (n != b.size) return 0;
     if (n < 8) return slice_short(a.data, n) == slice_short(b.data, n);
-    size_t end = n <= SLICE_INLINE_MAX ? n : 8;
-    for (size_t i = 0;; i += 8) {
-        if (i + 8 > end) i = end - 8;
-        uint64_t x, y;
-        memcpy(&x, a.data + i, 8);
-        memcpy(&y, b.data + i, 8);
-        if (x != y) return 0;
-        if (i + 8 == end) break;
-    }
+    size_t end = slice_words_end(n);
+    uint64_t x, y;
+    if (slice_words_differ(a.data, b.data, end, &x, &y)) return 0;
     return end == n || memcmp(a.data + end, b.data + end, n - end) == 0;
 }
 
