@@ -181,6 +181,16 @@ TEST(Version, ApplyGuards) {
     EXPECT_EQ(TDB_ERR_INVALID_ARG, version_edit_add(&e, TDB_MAX_LEVELS, f));
     EXPECT_EQ(TDB_ERR_INVALID_ARG, version_edit_del(&e, 0, 1));
     EXPECT_EQ(0, e.n_add);
+    // So are negative counts (an edit filled in by hand), before anything is read or allocated.
+    version_t *v = nullptr;
+    e.n_del = -1;
+    EXPECT_EQ(TDB_ERR_INVALID_ARG, version_apply(base, &e, &v));
+    EXPECT_EQ(nullptr, v);
+    e.n_del = 0;
+    e.n_add = -2;
+    EXPECT_EQ(TDB_ERR_INVALID_ARG, version_apply(base, &e, &v));
+    EXPECT_EQ(nullptr, v);
+    e.n_add = 0;
     file_meta_unref(f);
     version_edit_free(&e);
     version_unref(base);

@@ -266,6 +266,8 @@ int version_apply(const version_t *base, const version_edit_t *e, version_t **ou
     uint64_t *nums = NULL;
     *out = NULL;
 
+    if (e->n_add < 0 || e->n_del < 0)
+        RAISE(TDB_ERR_INVALID_ARG, "version apply: %d files added, %d deleted", e->n_add, e->n_del);
     for (int i = 0; i < e->n_add; i++) {
         if (e->add[i].level < 1 || e->add[i].level >= TDB_MAX_LEVELS || !e->add[i].f)
             RAISE(TDB_ERR_INVALID_ARG, "version apply: bad level %d", e->add[i].level);
