@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "table_testutil.h"
 #include "testutil.h"
 
 extern "C" {
@@ -175,20 +176,7 @@ class TableWriteFixture : public ::testing::Test {
 
     // A table file holding es and tombstones ts; returns its meta (1 ref).
     file_meta_t *MakeTable(uint64_t number, std::vector<Entry> es, const std::vector<Tomb> &ts) {
-        std::sort(es.begin(), es.end(), [](const Entry &a, const Entry &b) { return ikey_compare(S(a.ik), S(b.ik)) < 0; });
-        char path[4096];
-        sst_file_name(path, sizeof path, dir.path().c_str(), number);
-        sst_options_t so = {TDB_COMPRESS_LZ4, 256, 0.01, 64};
-        sst_builder_t *b = nullptr;
-        EXPECT_EQ(TDB_OK, sst_builder_open(env, path, &so, &b));
-        for (auto &e : es) EXPECT_EQ(TDB_OK, sst_builder_add(b, S(e.ik), S(e.value)));
-        for (auto &t : ts) EXPECT_EQ(TDB_OK, sst_builder_add_range_del(b, S(t.start), S(t.end), t.seq));
-        sst_props_t p;
-        memset(&p, 0, sizeof p);
-        EXPECT_EQ(TDB_OK, sst_builder_finish(b, &p)) << tdb_last_error();
-        file_meta_t *f = file_meta_from_props(number, &p);
-        sst_props_free(&p);
-        return f;
+        return tdbtest::WriteTable(env, dir.path(), number, std::move(es), sst_options_t{TDB_COMPRESS_LZ4, 256, 0.01, 64}, ts);
     }
 };
 

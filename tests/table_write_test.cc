@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compaction_testutil.h"
+#include "table_testutil.h"
 #include "keys_testutil.h"
 #include "testutil.h"
 
@@ -317,19 +318,7 @@ class CompactionRun : public TableWrite {
     }
 
     file_meta_t *Table(uint64_t number, std::vector<Entry> es) {
-        SortEntries(&es);
-        char path[4096];
-        sst_file_name(path, sizeof path, dir.path().c_str(), number);
-        sst_options_t so = {TDB_COMPRESS_LZ4, 256, 0.01, 64};
-        sst_builder_t *b = nullptr;
-        EXPECT_EQ(TDB_OK, sst_builder_open(env, path, &so, &b));
-        for (auto &e : es) EXPECT_EQ(TDB_OK, sst_builder_add(b, S(e.ik), S(e.value)));
-        sst_props_t p;
-        memset(&p, 0, sizeof p);
-        EXPECT_EQ(TDB_OK, sst_builder_finish(b, &p)) << tdb_last_error();
-        file_meta_t *f = file_meta_from_props(number, &p);
-        sst_props_free(&p);
-        return f;
+        return tdbtest::WriteTable(env, dir.path(), number, std::move(es), sst_options_t{TDB_COMPRESS_LZ4, 256, 0.01, 64});
     }
 
     // Visible latest state through a version: user key -> value (live only).

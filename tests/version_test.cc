@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "keys_testutil.h"
+#include "table_testutil.h"
 #include "testutil.h"
 
 extern "C" {
@@ -316,20 +317,9 @@ class VersionTables : public ::testing::Test {
 
     // Write a table from entries (sorted here) and return its meta.
     file_meta_t *Table(uint64_t number, std::vector<Entry> es) {
-        std::sort(es.begin(), es.end(), [](const Entry &a, const Entry &b) { return ikey_compare(S(a.ik), S(b.ik)) < 0; });
-        char path[4096];
-        sst_file_name(path, sizeof path, dir.path().c_str(), number);
-        sst_options_t o = {TDB_COMPRESS_NONE, 128, 0.01, 0};
-        sst_builder_t *b = nullptr;
-        EXPECT_EQ(TDB_OK, sst_builder_open(env, path, &o, &b));
-        for (auto &e : es) EXPECT_EQ(TDB_OK, sst_builder_add(b, S(e.ik), S(e.value)));
-        sst_props_t p;
-        memset(&p, 0, sizeof p);
-        EXPECT_EQ(TDB_OK, sst_builder_finish(b, &p)) << tdb_last_error();
-        file_meta_t *f = file_meta_from_props(number, &p);
-        EXPECT_EQ(p.file_size, f->file_size);
-        EXPECT_EQ(es.size(), f->num_entries);
-        sst_props_free(&p);
+        size_t n = es.size();
+        file_meta_t *f = tdbtest::WriteTable(env, dir.path(), number, std::move(es), sst_options_t{TDB_COMPRESS_NONE, 128, 0.01, 0});
+        EXPECT_EQ(n, f->num_entries);
         return f;
     }
 
