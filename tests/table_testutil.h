@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "keys_testutil.h"
+
 extern "C" {
 #include "env/env.h"
 #include "sst/sst.h"
@@ -32,14 +34,13 @@ struct NoTomb {
 template <class E, class T = NoTomb>
 file_meta_t *WriteTable(env_t *env, const std::string &dir, uint64_t number, std::vector<E> es,
                         const sst_options_t &o, const std::vector<T> &ts = {}) {
-    auto sl = [](const std::string &s) { return slice_make(s.data(), s.size()); };
-    std::sort(es.begin(), es.end(), [&](const E &a, const E &b) { return ikey_compare(sl(a.ik), sl(b.ik)) < 0; });
+    std::sort(es.begin(), es.end(), [](const E &a, const E &b) { return ikey_compare(S(a.ik), S(b.ik)) < 0; });
     char path[4096];
     sst_file_name(path, sizeof path, dir.c_str(), number);
     sst_builder_t *b = nullptr;
     EXPECT_EQ(TDB_OK, sst_builder_open(env, path, &o, &b)) << tdb_last_error();
-    for (auto &e : es) EXPECT_EQ(TDB_OK, sst_builder_add(b, sl(e.ik), sl(e.value)));
-    for (auto &t : ts) EXPECT_EQ(TDB_OK, sst_builder_add_range_del(b, sl(t.start), sl(t.end), t.seq));
+    for (auto &e : es) EXPECT_EQ(TDB_OK, sst_builder_add(b, S(e.ik), S(e.value)));
+    for (auto &t : ts) EXPECT_EQ(TDB_OK, sst_builder_add_range_del(b, S(t.start), S(t.end), t.seq));
     sst_props_t p;
     memset(&p, 0, sizeof p);
     EXPECT_EQ(TDB_OK, sst_builder_finish(b, &p)) << tdb_last_error();

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "compaction_testutil.h"
-#include "table_testutil.h"
 #include "keys_testutil.h"
+#include "table_testutil.h"
 #include "testutil.h"
 
 extern "C" {
