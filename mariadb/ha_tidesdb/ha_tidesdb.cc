@@ -87,6 +87,7 @@ int ha_tidesdb::bind_def(const TableDefPtr &def) {
   m_codecs.resize(s->keys);
   for (uint k = 0; k < s->keys; k++) m_codecs[k].init(&table->key_info[k]);
   m_pk_len = hidden ? 8 : m_codecs[s->primary_key].full_len();
+  row_columns_init(table, &m_read_cols);
   {
     std::lock_guard<std::mutex> g(def->mu);
     if (def->key_names.empty())

@@ -24,6 +24,17 @@ static bool iter_at_prefix(const TxnIter &it, const std::string &p) {
  * column. */
 bool ha_tidesdb::want_full_row() { return !keyread_enabled() || m_lock_type == F_WRLCK || locking(); }
 
+/* The columns a row read unpacks (row_format.h, RowColumns): in a
+ * statement that only reads this table, its read_set and the key columns;
+ * in one that writes it (or reads FOR UPDATE) every column, since
+ * update_row and delete_row pack and index whole rows and the server
+ * compares whole records to skip unchanged updates. */
+const RowColumns *ha_tidesdb::read_columns() {
+  if (m_lock_type != F_RDLCK || m_row_lock == ROW_LOCK_EXCLUSIVE) return NULL;
+  m_read_cols.want = table->read_set;
+  return &m_read_cols;
+}
+
 /* The handler's iterator lives for the statement (external_lock and
  * start_stmt close it): a scan or lookup of the same family re-seeks it
  * instead of building a new one, so a subquery or a lateral derived table
@@ -75,7 +86,8 @@ int ha_tidesdb::read_row_by_pk(uchar *buf, const uchar *pk, size_t pklen) {
   if (err) return err;
   m_last_locked = locking();
   m_last_pk.assign((const char *)pk, pklen);
-  return row_unpack(table, (const uchar *)m_row_buf.data(), m_row_buf.size(), buf, &m_def->rowfmt);
+  return row_unpack(table, (const uchar *)m_row_buf.data(), m_row_buf.size(), buf, &m_def->rowfmt,
+                    read_columns());
 }
 
 /* The iterator's value to build a row from (invariant 3): the value itself,
@@ -101,7 +113,7 @@ int ha_tidesdb::row_from_data_entry(uchar *buf, const uchar *key, size_t kl, con
   if (locking()) return read_scanned_row(buf, key, kl);
   m_last_locked = false;
   m_last_pk.assign((const char *)key, kl);
-  return row_unpack(table, stable_value(val, vl), vl, buf, &m_def->rowfmt);
+  return row_unpack(table, stable_value(val, vl), vl, buf, &m_def->rowfmt, read_columns());
 }
 
 /* A row from a secondary-index entry (key ekey, value val): columns from

@@ -84,8 +84,26 @@ static inline bool unpack_field(Field *f, my_ptrdiff_t diff, const uchar **from,
   return true;
 }
 
-/* A row holding every stored column of the current table. */
-static inline int unpack_current(TABLE *table, const uchar *from, const uchar *end, uchar *rec) {
+/* Past one column's packed bytes; NULL if the value is damaged. */
+static const uchar *skip_packed(const RowColumn &c, const uchar *from, const uchar *end) {
+  size_t n;
+  if (c.skip == RowColumn::SKIP_FIXED) {
+    n = c.skip_len;
+  } else if (c.skip == RowColumn::SKIP_PREFIX && c.skip_len >= 1 && c.skip_len <= 4) {
+    if ((size_t)(end - from) < c.skip_len) return NULL;
+    size_t l = 0;
+    for (uint b = c.skip_len; b-- > 0;) l = (l << 8) | from[b]; /* little-endian */
+    n = c.skip_len + l;
+  } else {
+    return NULL;
+  }
+  return (size_t)(end - from) < n ? NULL : from + n;
+}
+
+/* A row holding every stored column of the current table; with cols,
+ * only the columns it asks for are unpacked (row_format.h, RowColumns). */
+static inline int unpack_current(TABLE *table, const uchar *from, const uchar *end, uchar *rec,
+                                 const RowColumns *cols) {
   TABLE_SHARE *s = table->s;
   my_ptrdiff_t diff = (my_ptrdiff_t)(rec - table->record[0]);
   if ((size_t)(end - from) < s->null_bytes) return HA_ERR_CRASHED;
@@ -99,6 +117,13 @@ static inline int unpack_current(TABLE *table, const uchar *from, const uchar *e
        * null bytes, which are already restored). */
       memset(f->ptr + diff, 0, f->pack_length_in_rec());
       continue;
+    }
+    if (cols && !bitmap_is_set(cols->want, f->field_index)) {
+      const RowColumn &c = cols->skip[f->field_index];
+      if (c.skip != RowColumn::SKIP_UNKNOWN) {
+        if (!(from = skip_packed(c, from, end))) return HA_ERR_CRASHED;
+        continue;
+      }
     }
     if (!unpack_field(f, diff, &from, end)) return HA_ERR_CRASHED;
   }
@@ -140,22 +165,6 @@ static int unpack_prefix(TABLE *table, const uchar *from, const uchar *end, ucha
     if (!unpack_field(f, diff, &from, end)) return HA_ERR_CRASHED;
   }
   return 0;
-}
-
-/* Past one column's packed bytes; NULL if the value is damaged. */
-static const uchar *skip_packed(const RowColumn &c, const uchar *from, const uchar *end) {
-  size_t n;
-  if (c.skip == RowColumn::SKIP_FIXED) {
-    n = c.skip_len;
-  } else if (c.skip == RowColumn::SKIP_PREFIX && c.skip_len >= 1 && c.skip_len <= 4) {
-    if ((size_t)(end - from) < c.skip_len) return NULL;
-    size_t l = 0;
-    for (uint b = c.skip_len; b-- > 0;) l = (l << 8) | from[b]; /* little-endian */
-    n = c.skip_len + l;
-  } else {
-    return NULL;
-  }
-  return (size_t)(end - from) < n ? NULL : from + n;
 }
 
 /* A row of an older version v holding its first nf columns and nnull null
@@ -246,14 +255,25 @@ static int unpack_older(TABLE *table, const uchar *data, size_t len, uchar *rec,
   return unpack_prefix(table, from, end, rec, nf, nnull);
 }
 
-int row_unpack(TABLE *table, const uchar *data, size_t len, uchar *rec, const RowVersions *fmt) {
+int row_unpack(TABLE *table, const uchar *data, size_t len, uchar *rec, const RowVersions *fmt,
+               const RowColumns *cols) {
   const uchar *end = data + len;
   if (len >= 1 && data[0] == ROW_FORMAT_V1 && (!fmt || fmt->plain()))
-    return unpack_current(table, data + 1, end, rec);
+    return unpack_current(table, data + 1, end, rec, cols);
   if (fmt && fmt->current && len >= 3 && data[0] == ROW_FORMAT_V3 &&
       (((uint)data[1] << 8) | data[2]) == fmt->current)
-    return unpack_current(table, data + 3, end, rec);
+    return unpack_current(table, data + 3, end, rec, cols);
   return unpack_older(table, data, len, rec, fmt);
+}
+
+void row_columns_init(TABLE *table, RowColumns *cols) {
+  cols->skip.assign(table->s->fields, RowColumn());
+  for (Field **fp = table->field; *fp; fp++) {
+    Field *f = *fp;
+    RowColumn &c = cols->skip[f->field_index];
+    if (f->flags & (PART_KEY_FLAG | BLOB_FLAG)) continue; /* SKIP_UNKNOWN: always unpacked */
+    row_skip_rule(f, &c.skip, &c.skip_len);
+  }
 }
 
 void row_skip_rule(Field *f, uchar *skip, uint16 *skip_len) {
