@@ -182,7 +182,7 @@ class ha_tidesdb : public handler {
   int fetch(uchar *buf, int dir, bool check_prefix);
   int point_read(uchar *buf, uint idx, const std::string &key);
   bool want_full_row();
-  const RowColumns *read_columns();
+  const RowColumns *read_columns() const;
 
   /* ha_tidesdb_range.cc */
   bool range_locks_wanted() const;
@@ -207,7 +207,7 @@ class ha_tidesdb : public handler {
   TdbShare *m_share = NULL;
   TableDefPtr m_def;
   std::vector<IndexCodec> m_codecs; /* per key */
-  RowColumns m_read_cols;           /* read_columns() */
+  RowColumns m_read_cols;           /* skip rules of partial reads (read_columns()) */
   uint32 m_pk_len = 0;              /* encoded primary key bytes */
   Trx *m_trx = NULL;
   int m_lock_type = F_UNLCK;

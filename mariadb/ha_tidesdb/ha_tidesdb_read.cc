@@ -29,10 +29,8 @@ bool ha_tidesdb::want_full_row() { return !keyread_enabled() || m_lock_type == F
  * in one that writes it (or reads FOR UPDATE) every column, since
  * update_row and delete_row pack and index whole rows and the server
  * compares whole records to skip unchanged updates. */
-const RowColumns *ha_tidesdb::read_columns() {
-  if (m_lock_type != F_RDLCK || m_row_lock == ROW_LOCK_EXCLUSIVE) return NULL;
-  m_read_cols.want = table->read_set;
-  return &m_read_cols;
+const RowColumns *ha_tidesdb::read_columns() const {
+  return m_lock_type == F_RDLCK && m_row_lock != ROW_LOCK_EXCLUSIVE ? &m_read_cols : NULL;
 }
 
 /* The handler's iterator lives for the statement (external_lock and

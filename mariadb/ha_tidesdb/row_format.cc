@@ -118,7 +118,7 @@ static inline int unpack_current(TABLE *table, const uchar *from, const uchar *e
       memset(f->ptr + diff, 0, f->pack_length_in_rec());
       continue;
     }
-    if (cols && !bitmap_is_set(cols->want, f->field_index)) {
+    if (cols && !bitmap_is_set(table->read_set, f->field_index)) {
       const RowColumn &c = cols->skip[f->field_index];
       if (c.skip != RowColumn::SKIP_UNKNOWN) {
         if (!(from = skip_packed(c, from, end))) return HA_ERR_CRASHED;

@@ -105,15 +105,14 @@ struct RowVersions {
   bool plain() const { return current == 0 && legacy.fields == 0; }
 };
 
-/* The columns a read fills (row_unpack's cols): the ones set in want
- * and every one skip cannot pass over (RowColumn::SKIP_UNKNOWN, which
- * row_columns_init gives key columns and blobs); the others are passed over
- * in the value and keep whatever rec held. A statement that only reads a
- * table needs its read_set, as InnoDB and MyRocks read it. Rows of an
- * older version are always read whole. */
+/* A read of part of a row (row_unpack's cols): it fills the columns in
+ * the table's read_set and every one skip cannot pass over
+ * (RowColumn::SKIP_UNKNOWN, which row_columns_init gives key columns and
+ * blobs); the others are passed over in the value and keep whatever rec
+ * held. A statement that only reads a table needs its read_set, as InnoDB
+ * and MyRocks read it. Rows of an older version are always read whole. */
 struct RowColumns {
-  const MY_BITMAP *want = NULL; /* by Field::field_index */
-  std::vector<RowColumn> skip;  /* by Field::field_index */
+  std::vector<RowColumn> skip; /* by Field::field_index */
 };
 
 /* Most row versions a table keeps; an ALTER past it copies the table. */
@@ -124,7 +123,7 @@ static const uint MAX_ROW_VERSIONS = 64;
 void row_pack(TABLE *table, const uchar *rec, std::string &out, const RowVersions *fmt = NULL);
 
 /* Unpack a row value into rec (fmt NULL: a table never changed; cols
- * NULL: every column). Returns 0 or HA_ERR_CRASHED on a damaged value.
+ * NULL: every column, else table->read_set's). Returns 0 or HA_ERR_CRASHED on a damaged value.
  * Blob columns point into data (or into fmt's defaults) afterwards. */
 int row_unpack(TABLE *table, const uchar *data, size_t len, uchar *rec, const RowVersions *fmt = NULL,
                const RowColumns *cols = NULL);
