@@ -267,6 +267,37 @@ TEST_F(TxnTest, SavepointsNestAndUndoOnlyLaterWrites) {
     EXPECT_EQ(Get("d"), "4");
 }
 
+/* A savepoint set again under its name moves to the latest writes, whether
+ * it is the newest (a statement's savepoint, set in place) or an older one
+ * (then it also becomes the newest). */
+TEST_F(TxnTest, SavepointSetAgainMovesToLatestWrites) {
+    tdb_txn_t *t = Begin(TDB_ISO_SNAPSHOT);
+    W(t, "a", "1");
+    ASSERT_EQ(tdb_txn_savepoint(t, "s1"), TDB_OK);
+    W(t, "b", "2");
+    ASSERT_EQ(tdb_txn_savepoint(t, "s1"), TDB_OK); /* the newest: set in place */
+    W(t, "c", "3");
+    ASSERT_EQ(tdb_txn_rollback_to_savepoint(t, "s1"), TDB_OK);
+    EXPECT_EQ(R(t, "b"), "2") << "written before the savepoint was set again";
+    EXPECT_EQ(R(t, "c"), "-");
+    ASSERT_EQ(tdb_txn_savepoint(t, "s2"), TDB_OK);
+    W(t, "d", "4");
+    ASSERT_EQ(tdb_txn_savepoint(t, "s1"), TDB_OK); /* older than s2: moves after it */
+    W(t, "e", "5");
+    ASSERT_EQ(tdb_txn_rollback_to_savepoint(t, "s1"), TDB_OK);
+    EXPECT_EQ(R(t, "d"), "4");
+    EXPECT_EQ(R(t, "e"), "-");
+    ASSERT_EQ(tdb_txn_rollback_to_savepoint(t, "s2"), TDB_OK) << "s2 is still there";
+    EXPECT_EQ(R(t, "d"), "-");
+    EXPECT_EQ(tdb_txn_rollback_to_savepoint(t, "s1"), TDB_ERR_NOT_FOUND) << "s1 now came after s2";
+    ASSERT_EQ(tdb_txn_commit(t), TDB_OK);
+    tdb_txn_free(t);
+    EXPECT_EQ(Get("a"), "1");
+    EXPECT_EQ(Get("b"), "2");
+    EXPECT_EQ(Get("c"), "-");
+    EXPECT_EQ(Get("d"), "-");
+}
+
 TEST_F(TxnTest, MisuseGetsClearErrors) {
     tdb_txn_t *t = Begin(TDB_ISO_SNAPSHOT);
     W(t, "a", "1");

@@ -34,6 +34,9 @@
  *     the server rejects (unlock_row). m_lock_mark is taken before each
  *     locking read of a row; a point read of an absent key keeps its lock
  *     (it reserves the key). Above READ COMMITTED every lock is kept.
+ *  8. Reads are counted in m_counts, which close_iter() (statement end,
+ *     close) adds to g_counters: a scan writes no shared cache line per
+ *     row. The status variables lag by the statements running.
  */
 #ifndef TIDESQL_HA_TIDESDB_H
 #define TIDESQL_HA_TIDESDB_H
@@ -168,6 +171,7 @@ class ha_tidesdb : public handler {
   tdb_cf_t *data_cf() const { return m_def->data_cf(table->s->primary_key); }
   int open_iter(tdb_cf_t *cf);
   void close_iter();
+  void flush_counts(); /* invariant 8 */
   int encode_search_key(uint idx, const uchar *key, key_part_map map, std::string *out, uint *nparts);
   bool locking() const { return m_row_lock != ROW_LOCK_NONE; }
   void unlock_unused_row(); /* invariant 7 */
@@ -226,6 +230,11 @@ class ha_tidesdb : public handler {
   bool m_range_open = false, m_range_fwd = true, m_range_any = false;
   uint64_t m_range_id = 0;
   std::string m_range_last;
+
+  /* Reads not yet added to g_counters (invariant 8). */
+  struct {
+    ulonglong rows_read = 0, point_reads = 0, iterators = 0;
+  } m_counts;
 
   std::string m_last_pk;
   bool m_last_locked = false; /* invariant 6 */

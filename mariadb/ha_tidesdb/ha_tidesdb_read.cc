@@ -41,7 +41,7 @@ const RowColumns *ha_tidesdb::read_columns() const {
  * whether the current scan has placed it; a scan starts unplaced. */
 int ha_tidesdb::open_iter(tdb_cf_t *cf) {
   if (m_iter.is_open() && m_iter.cf() == cf) return 0;
-  g_counters.iterators++;
+  m_counts.iterators++;
   return m_iter.open(trx(), cf);
 }
 
@@ -49,6 +49,14 @@ void ha_tidesdb::close_iter() {
   finish_scan_lock();
   m_iter.close();
   m_positioned = false;
+  flush_counts();
+}
+
+void ha_tidesdb::flush_counts() {
+  if (m_counts.rows_read) g_counters.rows_read.fetch_add(m_counts.rows_read, std::memory_order_relaxed);
+  if (m_counts.point_reads) g_counters.point_reads.fetch_add(m_counts.point_reads, std::memory_order_relaxed);
+  if (m_counts.iterators) g_counters.iterators.fetch_add(m_counts.iterators, std::memory_order_relaxed);
+  m_counts = {};
 }
 
 /* Whether a row fetched through a secondary-index entry must be checked
@@ -71,11 +79,20 @@ int ha_tidesdb::encode_search_key(uint idx, const uchar *key, key_part_map map, 
   return has_null ? 1 : 0;
 }
 
+/* m_last_pk = the n bytes at p: a scan's keys are mostly of one length,
+ * copied in place (std::string::assign is a general replace). */
+static inline void set_last_pk(std::string &last, const uchar *p, size_t n) {
+  if (n && last.size() == n)
+    memcpy(&last[0], p, n);
+  else
+    last.assign((const char *)p, n);
+}
+
 /* Read and unpack the row with this encoded primary key. In a locking
  * statement the row is read with get_for_update: locked (pessimistic) or
  * added to the commit check (optimistic). */
 int ha_tidesdb::read_row_by_pk(uchar *buf, const uchar *pk, size_t pklen) {
-  g_counters.point_reads++;
+  m_counts.point_reads++;
   m_last_locked = false;
   if (locking()) m_lock_mark = trx()->lock_mark();
   int err = locking() ? trx()->get_for_update(data_cf(), pk, pklen, m_row_lock == ROW_LOCK_EXCLUSIVE, &m_row_buf,
@@ -83,7 +100,7 @@ int ha_tidesdb::read_row_by_pk(uchar *buf, const uchar *pk, size_t pklen) {
                       : trx()->get(data_cf(), pk, pklen, &m_row_buf);
   if (err) return err;
   m_last_locked = locking();
-  m_last_pk.assign((const char *)pk, pklen);
+  set_last_pk(m_last_pk, pk, pklen);
   return row_unpack(table, (const uchar *)m_row_buf.data(), m_row_buf.size(), buf, &m_def->rowfmt,
                     read_columns());
 }
@@ -110,7 +127,7 @@ int ha_tidesdb::read_scanned_row(uchar *buf, const uchar *pk, size_t pklen) {
 int ha_tidesdb::row_from_data_entry(uchar *buf, const uchar *key, size_t kl, const uchar *val, size_t vl) {
   if (locking()) return read_scanned_row(buf, key, kl);
   m_last_locked = false;
-  m_last_pk.assign((const char *)key, kl);
+  set_last_pk(m_last_pk, key, kl);
   return row_unpack(table, stable_value(val, vl), vl, buf, &m_def->rowfmt, read_columns());
 }
 
@@ -143,7 +160,7 @@ int ha_tidesdb::row_from_index_entry(uchar *buf, uint idx, const uchar *ekey, si
   const uchar *img = stable_value(val, vl);
   key_restore(buf, img + m_pk_len, ki, ki->key_length);
   if (pk) key_restore(buf, img + m_pk_len + ki->key_length, pk, pk->key_length);
-  m_last_pk.assign((const char *)val, m_pk_len);
+  set_last_pk(m_last_pk, val, m_pk_len);
   m_last_locked = false;
   return 0;
 }
@@ -174,7 +191,7 @@ int ha_tidesdb::fetch(uchar *buf, int dir, bool check_prefix) {
       continue;
     }
     if (!err) {
-      g_counters.rows_read++;
+      m_counts.rows_read++;
       if (m_range_open) note_scan_row(k, kl);
     }
     return err;
@@ -189,7 +206,7 @@ int ha_tidesdb::point_read(uchar *buf, uint idx, const std::string &key) {
   if (is_pk_index(idx)) {
     err = read_row_by_pk(buf, (const uchar *)key.data(), key.size());
   } else {
-    g_counters.point_reads++;
+    m_counts.point_reads++;
     /* A locking read locks the unique value too (also when absent: no
      * concurrent insert of it until this transaction ends). */
     err = locking() ? trx()->get_for_update(index_cf(idx), (const uchar *)key.data(), key.size(),
@@ -199,7 +216,7 @@ int ha_tidesdb::point_read(uchar *buf, uint idx, const std::string &key) {
       err = row_from_index_entry(buf, idx, (const uchar *)key.data(), key.size(),
                                  (const uchar *)m_val_buf.data(), m_val_buf.size());
   }
-  if (!err) g_counters.rows_read++;
+  if (!err) m_counts.rows_read++;
   return err;
 }
 
@@ -402,7 +419,7 @@ int ha_tidesdb::rnd_next(uchar *buf) {
 
 int ha_tidesdb::rnd_pos(uchar *buf, uchar *pos) {
   int err = read_row_by_pk(buf, pos, ref_length);
-  if (!err) g_counters.rows_read++;
+  if (!err) m_counts.rows_read++;
   return err;
 }
 

@@ -721,6 +721,13 @@ int tdb_txn_savepoint(tdb_txn_t *t, const char *name) {
     TDB_RET(check_active(t));
     if (!name || !*name) return tdb_err(TDB_ERR_INVALID_ARG, "empty savepoint name");
     int old = find_sp(t, name);
+    if (old >= 0 && old == t->nsps - 1) { /* the newest (a statement's, set again): in place */
+        savepoint_t *sp = &t->sps[old];
+        sp->wb_mark = wbuf_mark(t->wb);
+        sp->lock_mark = t->locks ? lock_owner_count(t->locks) : 0;
+        t->writes++;
+        return TDB_OK;
+    }
     if (old >= 0) { /* SQL: a new savepoint replaces one of the same name */
         free(t->sps[old].name);
         memmove(t->sps + old, t->sps + old + 1, (size_t)(t->nsps - old - 1) * sizeof *t->sps);
