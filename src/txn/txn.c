@@ -720,32 +720,30 @@ static int find_sp(const tdb_txn_t *t, const char *name) {
 int tdb_txn_savepoint(tdb_txn_t *t, const char *name) {
     TDB_RET(check_active(t));
     if (!name || !*name) return tdb_err(TDB_ERR_INVALID_ARG, "empty savepoint name");
-    int old = find_sp(t, name);
-    if (old >= 0 && old == t->nsps - 1) { /* the newest (a statement's, set again): in place */
-        savepoint_t *sp = &t->sps[old];
-        sp->wb_mark = wbuf_mark(t->wb);
-        sp->lock_mark = t->locks ? lock_owner_count(t->locks) : 0;
-        t->writes++;
-        return TDB_OK;
-    }
-    if (old >= 0) { /* SQL: a new savepoint replaces one of the same name */
-        free(t->sps[old].name);
-        memmove(t->sps + old, t->sps + old + 1, (size_t)(t->nsps - old - 1) * sizeof *t->sps);
-        t->nsps--;
-    }
-    if (t->nsps == t->capsps) {
-        int n = t->capsps ? t->capsps * 2 : 4;
-        savepoint_t *p = (savepoint_t *)realloc(t->sps, (size_t)n * sizeof *p);
-        if (!p) return tdb_err(TDB_ERR_NOMEM, "savepoint");
-        t->sps = p;
-        t->capsps = n;
-    }
-    savepoint_t *sp = &t->sps[t->nsps];
-    if (!(sp->name = strdup(name))) return tdb_err(TDB_ERR_NOMEM, "savepoint");
     if (!t->wb && !(t->wb = wbuf_create())) return tdb_err(TDB_ERR_NOMEM, "write buffer");
+    int old = find_sp(t, name);
+    savepoint_t *sp;
+    if (old >= 0 && old == t->nsps - 1) {
+        sp = &t->sps[old]; /* the newest set again (a statement's): moved in place */
+    } else {
+        if (old >= 0) { /* SQL: a new savepoint replaces one of the same name */
+            free(t->sps[old].name);
+            memmove(t->sps + old, t->sps + old + 1, (size_t)(t->nsps - old - 1) * sizeof *t->sps);
+            t->nsps--;
+        }
+        if (t->nsps == t->capsps) {
+            int n = t->capsps ? t->capsps * 2 : 4;
+            savepoint_t *p = (savepoint_t *)realloc(t->sps, (size_t)n * sizeof *p);
+            if (!p) return tdb_err(TDB_ERR_NOMEM, "savepoint");
+            t->sps = p;
+            t->capsps = n;
+        }
+        sp = &t->sps[t->nsps];
+        if (!(sp->name = strdup(name))) return tdb_err(TDB_ERR_NOMEM, "savepoint");
+        t->nsps++;
+    }
     sp->wb_mark = wbuf_mark(t->wb);
     sp->lock_mark = t->locks ? lock_owner_count(t->locks) : 0;
-    t->nsps++;
     t->writes++; /* no tdb_txn_unlock_since across it */
     return TDB_OK;
 }
