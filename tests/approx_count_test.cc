@@ -83,6 +83,28 @@ TEST_F(ApproxCountTest, SmallMemtableRangesAreExact) {
     EXPECT_EQ(Count(&k5, &k5), 0u);
 }
 
+// A range within one or two of a table's blocks is counted in them: exact,
+// whether its bounds are keys of the table or fall between them, at a
+// block's first entry or inside it.
+TEST_F(ApproxCountTest, SmallTableRangesAreExact) {
+    std::vector<std::string> keys;
+    for (int i = 0; i < 20000; i++) keys.push_back(Key((uint64_t)i * 3));
+    for (const auto &k : keys) ASSERT_EQ(Put(k, Value(1, 100)), TDB_OK);
+    ASSERT_EQ(tdb_flush(db_, cf_), TDB_OK);
+    ASSERT_EQ(tdb_wait_idle(db_), TDB_OK);
+    std::mt19937_64 rng(7);
+    for (int r = 0; r < 1500; r++) {
+        size_t a = rng() % (keys.size() - 20), w = rng() % 21;
+        // Key(3i + 1) lies between keys 3i and 3i + 3: it counts from the next key.
+        bool between = rng() & 1;
+        std::string lo = between ? Key((uint64_t)a * 3 + 1) : keys[a];
+        const std::string &hi = keys[a + w];
+        uint64_t want = between ? (w ? w - 1 : 0) : w;
+        EXPECT_EQ(Count(&lo, &hi), want) << "from entry " << a << (between ? " (lo between keys)" : "") << ", " << w
+                                         << " entries wide";
+    }
+}
+
 TEST_F(ApproxCountTest, DecimalKeysInMemtableAndTable) {
     std::vector<std::string> keys;
     for (int i = 0; i < 60000; i++) keys.push_back(Key((uint64_t)i * 3));

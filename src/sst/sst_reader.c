@@ -628,16 +628,25 @@ uint64_t sst_reader_map_slow(const sst_reader_t *r) {
     return atomic_load_explicit(&((sst_reader_t *)r)->map_slow, memory_order_relaxed);
 }
 
+/* The internal key that seeks to user key u's first entry visible at seq:
+ * u and its trailer, in small when they fit (cap bytes), else in a malloc'd
+ * buffer the caller frees (NULL if that fails). */
+static char *seek_ikey(slice_t u, uint64_t seq, char *small, size_t cap) {
+    char *tk = u.size + IKEY_TRAILER <= cap ? small : (char *)malloc(u.size + IKEY_TRAILER);
+    if (!tk) return NULL;
+    if (u.size) memcpy(tk, u.data, u.size);
+    enc_fixed64(tk + u.size, ikey_pack(seq, KT_SEEK));
+    return tk;
+}
+
 /* Position of user key u in the table, in blocks: i + f when u falls in
  * block i (the first whose separator is >= (u, SEQ_MAX)), f its place
  * between the separators that bound block i, read from their 8-byte
  * prefixes after the common prefix (0.5 when they do not tell). */
 static double approx_block_pos(const sst_reader_t *r, slice_t u) {
     char small[256];
-    char *tk = u.size + IKEY_TRAILER <= sizeof small ? small : (char *)malloc(u.size + IKEY_TRAILER);
+    char *tk = seek_ikey(u, SEQ_MAX, small, sizeof small);
     if (!tk) return (double)r->nblocks / 2;
-    if (u.size) memcpy(tk, u.data, u.size);
-    enc_fixed64(tk + u.size, ikey_pack(SEQ_MAX, KT_SEEK));
     size_t i = index_lower_bound(r, slice_make(tk, u.size + IKEY_TRAILER));
     if (tk != small) free(tk);
     if (i >= r->nblocks) return (double)r->nblocks;
@@ -660,26 +669,32 @@ static double approx_block_pos(const sst_reader_t *r, slice_t u) {
 }
 
 /* Entries with user key in [lo, hi) in blocks i..j, counted by reading
- * them (through the cache); -1 if a block cannot be read. */
+ * them (through the cache); -1 if a block cannot be read. Block i is
+ * entered at lo through its restart points, not walked from its start:
+ * lo usually falls inside it, and the entries before lo are most of it. */
 static int64_t count_in_blocks(sst_reader_t *r, size_t i, size_t j, slice_t lo, slice_t hi) {
+    char small[256];
+    char *tk = seek_ikey(lo, SEQ_MAX, small, sizeof small);
+    if (!tk) return -1;
     int64_t n = 0;
-    for (size_t b = i; b <= j; b++) {
+    for (size_t b = i; b <= j && n >= 0; b++) {
         block_ref_t ref = {0};
         block_iter_t bi;
         block_iter_init(&bi, sst_key_cmp);
         int ok = sst_load_data_block(r, b, SST_CACHE_FILL, &ref) == TDB_OK &&
                  block_iter_set(&bi, slice_make(ref.blk->data, ref.blk->size)) == TDB_OK;
-        for (block_iter_seek_to_first(&bi); ok && block_iter_valid(&bi); block_iter_next(&bi)) {
-            slice_t u = ikey_user(block_iter_key(&bi));
-            if (slice_compare(u, lo) < 0) continue;
-            if (slice_compare(u, hi) >= 0) break;
+        if (ok && b == i) block_iter_seek(&bi, slice_make(tk, lo.size + IKEY_TRAILER));
+        else if (ok) block_iter_seek_to_first(&bi); /* every entry of a later block is >= lo */
+        for (; ok && block_iter_valid(&bi); block_iter_next(&bi)) {
+            if (slice_compare(ikey_user(block_iter_key(&bi)), hi) >= 0) break;
             n++;
         }
         if (ok && block_iter_status(&bi) != TDB_OK) ok = 0;
         if (ref.blk) sst_ref_release(r, &ref);
         block_iter_free(&bi);
-        if (!ok) return -1;
+        if (!ok) n = -1;
     }
+    if (tk != small) free(tk);
     return n;
 }
 
@@ -740,12 +755,8 @@ int sst_reader_get(sst_reader_t *r, slice_t user_key, uint64_t snap_seq, unsigne
     block_iter_t bi;
     block_iter_init(&bi, sst_key_cmp);
     if (r->nblocks == 0 || !sst_reader_may_contain(r, user_key)) return 0;
-    if (user_key.size + IKEY_TRAILER > sizeof small) {
-        tk = (char *)malloc(user_key.size + IKEY_TRAILER);
-        if (!tk) return tdb_err(TDB_ERR_NOMEM, "%s: lookup key", r->path);
-    }
-    if (user_key.size) memcpy(tk, user_key.data, user_key.size);
-    enc_fixed64(tk + user_key.size, ikey_pack(snap_seq > SEQ_MAX ? SEQ_MAX : snap_seq, KT_SEEK));
+    tk = seek_ikey(user_key, snap_seq > SEQ_MAX ? SEQ_MAX : snap_seq, small, sizeof small);
+    if (!tk) return tdb_err(TDB_ERR_NOMEM, "%s: lookup key", r->path);
     slice_t target = slice_make(tk, user_key.size + IKEY_TRAILER);
 
     size_t i = index_lower_bound(r, target);
