@@ -677,7 +677,7 @@ static int64_t count_in_blocks(sst_reader_t *r, size_t i, size_t j, slice_t lo, 
     char *tk = seek_ikey(lo, SEQ_MAX, small, sizeof small);
     if (!tk) return -1;
     int64_t n = 0;
-    for (size_t b = i; b <= j && n >= 0; b++) {
+    for (size_t b = i; b <= j; b++) {
         block_ref_t ref = {0};
         block_iter_t bi;
         block_iter_init(&bi, sst_key_cmp);
@@ -692,7 +692,10 @@ static int64_t count_in_blocks(sst_reader_t *r, size_t i, size_t j, slice_t lo, 
         if (ok && block_iter_status(&bi) != TDB_OK) ok = 0;
         if (ref.blk) sst_ref_release(r, &ref);
         block_iter_free(&bi);
-        if (!ok) n = -1;
+        if (!ok) {
+            n = -1;
+            break;
+        }
     }
     if (tk != small) free(tk);
     return n;
