@@ -17,6 +17,10 @@
 #            needed for the MyRocks targets)
 #   --port   TCP port of the throw-away servers (default 3430); their data
 #            directories are in <out>/server
+#   --iterations N  the sqlbench parts (mem, big) run each workload and
+#            thread count N times in a row on the same server (default 1);
+#            targets.md takes the median run. A single 10 s run of the quick
+#            mem part spreads by more than some targets' margins.
 # Re-running bench_targets.py on an existing directory re-checks it.
 #
 # Parts, each in <out>/<part>-<durability>/ (durability relaxed = the
@@ -43,7 +47,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/mariadb/common.sh
 
-size=quick out="" port=3430 parts="mem big tpcc_mem tpcc_big sustained lib" engines="tidesdb innodb rocksdb"
+size=quick out="" port=3430 iters=1 parts="mem big tpcc_mem tpcc_big sustained lib" engines="tidesdb innodb rocksdb"
 while [ $# -gt 0 ]; do
   case "$1" in
     --size) size="${2:-}"; shift 2 ;;
@@ -51,10 +55,12 @@ while [ $# -gt 0 ]; do
     --parts) parts="${2:-}"; shift 2 ;;
     --engines) engines="${2:-}"; shift 2 ;;
     --port) port="${2:-}"; shift 2 ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    --iterations) iters="${2:-}"; shift 2 ;;
+    -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
     *) die "bench_targets.sh: unknown argument '$1' (see --help)" ;;
   esac
 done
+[[ "$iters" =~ ^[1-9][0-9]*$ ]] || die "--iterations: want a whole number of runs, at least 1, not '$iters'"
 for p in $parts; do
   case "$p" in mem|big|tpcc_mem|tpcc_big|sustained|lib) ;; *) die "--parts: unknown part '$p'" ;; esac
 done
@@ -90,7 +96,7 @@ eng_csv="$(echo "$engines" | tr ' ' ',')"
 tb_check=()
 case " $engines " in *" tidesdb "*) tb_check=(--check-engines tidesdb) ;; esac
 {
-  echo "size $size; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (tree modified)')"
+  echo "size $size; sqlbench iterations $iters; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (tree modified)')"
   echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM"
   echo "started $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$out/run.txt"
@@ -116,11 +122,11 @@ for p in $parts; do
     case "$p" in
       mem)
         part "mem-$d" env PRESET=quick DURABILITY=$d MEMORY=equal ENGINES="$engines" TABLES=4 TABLE_SIZES=50000 \
-          THREAD_COUNTS="1 2 8" TIME=$mem_time WARMUP=$mem_warm NO_CHARTS=1 \
+          THREAD_COUNTS="1 2 8" TIME=$mem_time WARMUP=$mem_warm ITERATIONS=$iters NO_CHARTS=1 \
           WORKLOADS="oltp_read_write oltp_point_select oltp_insert oltp_write_only" OUT="$out/mem-$d" PORT=$port SERVER_DIR="$out/server" "$SQL_BIN/sqlbench" ;;
       big)
         part "big-$d" env PRESET=quick DURABILITY=$d MEMORY=equal ENGINES="$engines" TABLES=$big_tables \
-          TABLE_SIZES=$big_rows THREAD_COUNTS=8 TIME=$big_time WARMUP=$big_warm NO_CHARTS=1 \
+          TABLE_SIZES=$big_rows THREAD_COUNTS=8 TIME=$big_time WARMUP=$big_warm ITERATIONS=$iters NO_CHARTS=1 \
           TIDESDB_BLOCK_CACHE=$big_cache INNODB_BUFFER_POOL=$big_cache ROCKSDB_BLOCK_CACHE=$big_cache \
           MEM_LIMIT=$big_limit ROCKSDB_MEM_LIMIT=$big_rk_limit WORKLOADS="oltp_insert oltp_write_only" OUT="$out/big-$d" PORT=$port SERVER_DIR="$out/server" "$SQL_BIN/sqlbench" ;;
       tpcc_mem)
