@@ -32,10 +32,10 @@ cd "$(dirname "$0")/.."
 dur=relaxed workloads="tpcc oltp_insert oltp_write_only" out="" port=3436
 while [ $# -gt 0 ]; do
   case "$1" in
-    --durability) dur="${2:-}"; shift 2 ;;
-    --workloads) workloads="${2:-}"; shift 2 ;;
-    --out) out="${2:-}"; shift 2 ;;
-    --port) port="${2:-}"; shift 2 ;;
+    --durability) dur="${2:-}"; shift 2 || die "$1 needs a value" ;;
+    --workloads) workloads="${2:-}"; shift 2 || die "$1 needs a value" ;;
+    --out) out="${2:-}"; shift 2 || die "$1 needs a value" ;;
+    --port) port="${2:-}"; shift 2 || die "$1 needs a value" ;;
     *) die "bench_ceiling: unknown argument '$1' (see the header of $0)" ;;
   esac
 done

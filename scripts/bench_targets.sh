@@ -50,12 +50,12 @@ cd "$(dirname "$0")/.."
 size=quick out="" port=3430 iters=1 parts="mem big tpcc_mem tpcc_big sustained lib" engines="tidesdb innodb rocksdb"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --size) size="${2:-}"; shift 2 ;;
-    --out) out="${2:-}"; shift 2 ;;
-    --parts) parts="${2:-}"; shift 2 ;;
-    --engines) engines="${2:-}"; shift 2 ;;
-    --port) port="${2:-}"; shift 2 ;;
-    --iterations) iters="${2:-}"; shift 2 ;;
+    --size) size="${2:-}"; shift 2 || die "$1 needs a value" ;;
+    --out) out="${2:-}"; shift 2 || die "$1 needs a value" ;;
+    --parts) parts="${2:-}"; shift 2 || die "$1 needs a value" ;;
+    --engines) engines="${2:-}"; shift 2 || die "$1 needs a value" ;;
+    --port) port="${2:-}"; shift 2 || die "$1 needs a value" ;;
+    --iterations) iters="${2:-}"; shift 2 || die "$1 needs a value" ;;
     -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
     *) die "bench_targets.sh: unknown argument '$1' (see --help)" ;;
   esac
