@@ -26,9 +26,15 @@ refuse "--iterations needs a value" scripts/bench_targets.sh --iterations
 refuse "--iterations: want a whole number of runs, at least 1, not '0'" scripts/bench_targets.sh --iterations 0
 refuse "--iterations: want a whole number of runs, at least 1, not '2x'" scripts/bench_targets.sh --iterations 2x
 refuse "--parts: unknown part 'memory'" scripts/bench_targets.sh --parts memory
+refuse "--passes needs a value" scripts/bench_targets.sh --passes
+refuse "--passes: want a whole number of passes, at least 1, not '0'" scripts/bench_targets.sh --passes 0
 refuse "--durability needs a value" scripts/bench_ceiling.sh --durability
 if ! bash scripts/bench_targets.sh --help | grep -q -- "--iterations N"; then
   echo "FAIL: bench_targets.sh --help does not describe --iterations"
+  fails=$((fails + 1))
+fi
+if ! bash scripts/bench_targets.sh --help | grep -q -- "--passes N"; then
+  echo "FAIL: bench_targets.sh --help does not describe --passes"
   fails=$((fails + 1))
 fi
 [ "$fails" -eq 0 ] && echo "bench_args_test: ok" || { echo "bench_args_test: $fails failed"; exit 1; }

@@ -52,13 +52,21 @@ class Checker:
             shown = f"{got:.2f}x"
         self.out.append((target, part, f">= {need:g}x", shown, status, detail))
 
-    # sqlbench: engine -> (workload, threads) -> median tps / p99 over iterations
+    def pass_dirs(self, part):
+        """The part's run directories: pass-1, pass-2, ... when it ran in
+        passes (bench_targets.sh --passes), else the part's own."""
+        d = os.path.join(self.dir, part)
+        passes = sorted(glob.glob(os.path.join(d, "pass-*")), key=lambda p: int(p.rsplit("-", 1)[1]))
+        return passes or [d]
+
+    # sqlbench: engine -> (workload, threads) -> median tps / p99 over
+    # every pass's iterations
     def sqlbench(self, part):
-        f = newest(os.path.join(self.dir, part, "summary_*.csv"))
-        if not f:
+        files = [f for f in (newest(os.path.join(d, "summary_*.csv")) for d in self.pass_dirs(part)) if f]
+        if not files:
             return None
         res = {}
-        for r in rows(f):
+        for r in (r for f in files for r in rows(f)):
             if r.get("error"):
                 continue
             eng = PEER.get(r["engine"], r["engine"])
@@ -80,7 +88,7 @@ class Checker:
 
     def cache_bytes(self, part):
         """The TidesDB cache the part ran with, from its preset.txt."""
-        p = os.path.join(self.dir, part, "preset.txt")
+        p = os.path.join(self.pass_dirs(part)[0], "preset.txt")
         if not os.path.exists(p):
             return None
         m = re.search(r"caches: TidesDB ([0-9.]+) (KiB|MiB|GiB)", open(p).read())
@@ -91,7 +99,7 @@ class Checker:
     def rocks_limit(self, part):
         """'MyRocks limited to X, the others to Y' when the part gave MyRocks
         a larger memory limit than the others (its preset.txt), else ''."""
-        p = os.path.join(self.dir, part, "preset.txt")
+        p = os.path.join(self.pass_dirs(part)[0], "preset.txt")
         if not os.path.exists(p):
             return ""
         m = re.search(r"limited to ([0-9.]+ [KMG]iB) \(page cache included\), MyRocks's to ([0-9.]+ [KMG]iB)", open(p).read())

@@ -21,6 +21,13 @@
 #            thread count N times in a row on the same server (default 1);
 #            targets.md takes the median run. A single 10 s run of the quick
 #            mem part spreads by more than some targets' margins.
+#   --passes N  the sqlbench parts run N times over, each pass on fresh
+#            servers, the engines' order reversed on every other pass, into
+#            <part>/pass-1 ... (default 1: no pass directories). One engine's
+#            runs all come before or after the other's within a pass, so a
+#            slow spell of a shared machine lands on one engine; in passes
+#            it lands on each in turn. targets.md takes the median over
+#            every pass's runs.
 # Re-running bench_targets.py on an existing directory re-checks it.
 #
 # Parts, each in <out>/<part>-<durability>/ (durability relaxed = the
@@ -47,7 +54,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/mariadb/common.sh
 
-size=quick out="" port=3430 iters=1 parts="mem big tpcc_mem tpcc_big sustained lib" engines="tidesdb innodb rocksdb"
+size=quick out="" port=3430 iters=1 passes=1 parts="mem big tpcc_mem tpcc_big sustained lib" engines="tidesdb innodb rocksdb"
 while [ $# -gt 0 ]; do
   case "$1" in
     --size) size="${2:-}"; shift 2 || die "$1 needs a value" ;;
@@ -56,11 +63,13 @@ while [ $# -gt 0 ]; do
     --engines) engines="${2:-}"; shift 2 || die "$1 needs a value" ;;
     --port) port="${2:-}"; shift 2 || die "$1 needs a value" ;;
     --iterations) iters="${2:-}"; shift 2 || die "$1 needs a value" ;;
-    -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
+    --passes) passes="${2:-}"; shift 2 || die "$1 needs a value" ;;
+    -h|--help) sed -n '2,47p' "$0"; exit 0 ;;
     *) die "bench_targets.sh: unknown argument '$1' (see --help)" ;;
   esac
 done
 [[ "$iters" =~ ^[1-9][0-9]*$ ]] || die "--iterations: want a whole number of runs, at least 1, not '$iters'"
+[[ "$passes" =~ ^[1-9][0-9]*$ ]] || die "--passes: want a whole number of passes, at least 1, not '$passes'"
 for p in $parts; do
   case "$p" in mem|big|tpcc_mem|tpcc_big|sustained|lib) ;; *) die "--parts: unknown part '$p'" ;; esac
 done
@@ -96,7 +105,7 @@ eng_csv="$(echo "$engines" | tr ' ' ',')"
 tb_check=()
 case " $engines " in *" tidesdb "*) tb_check=(--check-engines tidesdb) ;; esac
 {
-  echo "size $size; sqlbench iterations $iters; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (tree modified)')"
+  echo "size $size; sqlbench iterations $iters, passes $passes; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (tree modified)')"
   echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM"
   echo "started $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$out/run.txt"
@@ -117,18 +126,31 @@ part() { # dir command...
   echo "$dir $((SECONDS - t0)) s, load after $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/run.txt"
 }
 
+# passdirs PART: the run directories of a sqlbench part, one per pass
+# (PART itself when there is one pass); engine_order K: the engines of pass K.
+passdirs() { if [ "$passes" = 1 ]; then echo "$1"; else for k in $(seq 1 "$passes"); do echo "$1/pass-$k"; done; fi; }
+engine_order() { if [ $(($1 % 2)) = 1 ]; then echo "$engines"; else echo "$engines" | tr ' ' '\n' | tac | tr '\n' ' ' | sed 's/ $//'; fi; }
+
 for p in $parts; do
   for d in relaxed durable; do
     case "$p" in
       mem)
-        part "mem-$d" env PRESET=quick DURABILITY=$d MEMORY=equal ENGINES="$engines" TABLES=4 TABLE_SIZES=50000 \
-          THREAD_COUNTS="1 2 8" TIME=$mem_time WARMUP=$mem_warm ITERATIONS=$iters NO_CHARTS=1 \
-          WORKLOADS="oltp_read_write oltp_point_select oltp_insert oltp_write_only" OUT="$out/mem-$d" PORT=$port SERVER_DIR="$out/server" "$SQL_BIN/sqlbench" ;;
+        k=0
+        for pd in $(passdirs "mem-$d"); do
+          k=$((k + 1))
+          part "$pd" env PRESET=quick DURABILITY=$d MEMORY=equal ENGINES="$(engine_order $k)" TABLES=4 TABLE_SIZES=50000 \
+            THREAD_COUNTS="1 2 8" TIME=$mem_time WARMUP=$mem_warm ITERATIONS=$iters NO_CHARTS=1 \
+            WORKLOADS="oltp_read_write oltp_point_select oltp_insert oltp_write_only" OUT="$out/$pd" PORT=$port SERVER_DIR="$out/server" "$SQL_BIN/sqlbench"
+        done ;;
       big)
-        part "big-$d" env PRESET=quick DURABILITY=$d MEMORY=equal ENGINES="$engines" TABLES=$big_tables \
-          TABLE_SIZES=$big_rows THREAD_COUNTS=8 TIME=$big_time WARMUP=$big_warm ITERATIONS=$iters NO_CHARTS=1 \
-          TIDESDB_BLOCK_CACHE=$big_cache INNODB_BUFFER_POOL=$big_cache ROCKSDB_BLOCK_CACHE=$big_cache \
-          MEM_LIMIT=$big_limit ROCKSDB_MEM_LIMIT=$big_rk_limit WORKLOADS="oltp_insert oltp_write_only" OUT="$out/big-$d" PORT=$port SERVER_DIR="$out/server" "$SQL_BIN/sqlbench" ;;
+        k=0
+        for pd in $(passdirs "big-$d"); do
+          k=$((k + 1))
+          part "$pd" env PRESET=quick DURABILITY=$d MEMORY=equal ENGINES="$(engine_order $k)" TABLES=$big_tables \
+            TABLE_SIZES=$big_rows THREAD_COUNTS=8 TIME=$big_time WARMUP=$big_warm ITERATIONS=$iters NO_CHARTS=1 \
+            TIDESDB_BLOCK_CACHE=$big_cache INNODB_BUFFER_POOL=$big_cache ROCKSDB_BLOCK_CACHE=$big_cache \
+            MEM_LIMIT=$big_limit ROCKSDB_MEM_LIMIT=$big_rk_limit WORKLOADS="oltp_insert oltp_write_only" OUT="$out/$pd" PORT=$port SERVER_DIR="$out/server" "$SQL_BIN/sqlbench"
+        done ;;
       tpcc_mem)
         part "tpcc_mem-$d" "$SQL_BIN/tpcc" --engines "$eng_csv" --durability $d --memory equal --warehouses 2 \
           --build-vu 2 --run-vu 8 --rampup 0.25 --duration $tm_dur --no-charts --port $port --server-dir "$out/server" --out "$out/tpcc_mem-$d" ;;
