@@ -126,31 +126,33 @@ part() { # dir command...
   echo "$dir $((SECONDS - t0)) s, load after $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/run.txt"
 }
 
-# passdirs PART: the run directories of a sqlbench part, one per pass
-# (PART itself when there is one pass); engine_order K: the engines of pass K.
-passdirs() { if [ "$passes" = 1 ]; then echo "$1"; else for k in $(seq 1 "$passes"); do echo "$1/pass-$k"; done; fi; }
-engine_order() { if [ $(($1 % 2)) = 1 ]; then echo "$engines"; else echo "$engines" | tr ' ' '\n' | tac | tr '\n' ' ' | sed 's/ $//'; fi; }
+# sqlbench_part PART VAR=value...: sqlbench with the given settings, once
+# per pass (in PART/pass-K when --passes is above 1), the engines' order
+# reversed on every other pass.
+sqlbench_part() {
+  local name=$1 k dir order e
+  shift
+  for k in $(seq 1 "$passes"); do
+    dir=$name
+    [ "$passes" = 1 ] || dir="$name/pass-$k"
+    order=$engines
+    if [ $((k % 2)) = 0 ]; then order=""; for e in $engines; do order="$e${order:+ $order}"; done; fi
+    part "$dir" env "$@" ENGINES="$order" OUT="$out/$dir" PORT=$port SERVER_DIR="$out/server" "$SQL_BIN/sqlbench"
+  done
+}
 
 for p in $parts; do
   for d in relaxed durable; do
     case "$p" in
       mem)
-        k=0
-        for pd in $(passdirs "mem-$d"); do
-          k=$((k + 1))
-          part "$pd" env PRESET=quick DURABILITY=$d MEMORY=equal ENGINES="$(engine_order $k)" TABLES=4 TABLE_SIZES=50000 \
-            THREAD_COUNTS="1 2 8" TIME=$mem_time WARMUP=$mem_warm ITERATIONS=$iters NO_CHARTS=1 \
-            WORKLOADS="oltp_read_write oltp_point_select oltp_insert oltp_write_only" OUT="$out/$pd" PORT=$port SERVER_DIR="$out/server" "$SQL_BIN/sqlbench"
-        done ;;
+        sqlbench_part "mem-$d" PRESET=quick DURABILITY=$d MEMORY=equal TABLES=4 TABLE_SIZES=50000 \
+          THREAD_COUNTS="1 2 8" TIME=$mem_time WARMUP=$mem_warm ITERATIONS=$iters NO_CHARTS=1 \
+          WORKLOADS="oltp_read_write oltp_point_select oltp_insert oltp_write_only" ;;
       big)
-        k=0
-        for pd in $(passdirs "big-$d"); do
-          k=$((k + 1))
-          part "$pd" env PRESET=quick DURABILITY=$d MEMORY=equal ENGINES="$(engine_order $k)" TABLES=$big_tables \
-            TABLE_SIZES=$big_rows THREAD_COUNTS=8 TIME=$big_time WARMUP=$big_warm ITERATIONS=$iters NO_CHARTS=1 \
-            TIDESDB_BLOCK_CACHE=$big_cache INNODB_BUFFER_POOL=$big_cache ROCKSDB_BLOCK_CACHE=$big_cache \
-            MEM_LIMIT=$big_limit ROCKSDB_MEM_LIMIT=$big_rk_limit WORKLOADS="oltp_insert oltp_write_only" OUT="$out/$pd" PORT=$port SERVER_DIR="$out/server" "$SQL_BIN/sqlbench"
-        done ;;
+        sqlbench_part "big-$d" PRESET=quick DURABILITY=$d MEMORY=equal TABLES=$big_tables \
+          TABLE_SIZES=$big_rows THREAD_COUNTS=8 TIME=$big_time WARMUP=$big_warm ITERATIONS=$iters NO_CHARTS=1 \
+          TIDESDB_BLOCK_CACHE=$big_cache INNODB_BUFFER_POOL=$big_cache ROCKSDB_BLOCK_CACHE=$big_cache \
+          MEM_LIMIT=$big_limit ROCKSDB_MEM_LIMIT=$big_rk_limit WORKLOADS="oltp_insert oltp_write_only" ;;
       tpcc_mem)
         part "tpcc_mem-$d" "$SQL_BIN/tpcc" --engines "$eng_csv" --durability $d --memory equal --warehouses 2 \
           --build-vu 2 --run-vu 8 --rampup 0.25 --duration $tm_dur --no-charts --port $port --server-dir "$out/server" --out "$out/tpcc_mem-$d" ;;
