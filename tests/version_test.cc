@@ -401,19 +401,25 @@ TEST_F(VersionTables, GetAcrossLevels) {
     EXPECT_EQ("<absent>", Get(v, "zzzz", SEQ_MAX));  // after every range
     EXPECT_EQ("<absent>", Get(v, "l", SEQ_MAX));     // between level-2 files
 
-    // A missing table file is an error, not "absent".
+    // A missing table file is an error, not "absent" (a file no lookup
+    // opened yet: an opened one stays readable through its pinned reader).
+    Edit e2;
+    e2.Add(4, Table(7, {{IK("zzzz", 1), "l4"}}));
+    version_t *v2 = nullptr;
+    ASSERT_EQ(TDB_OK, version_apply(v, &e2.e, &v2)) << tdb_last_error();
+    version_edit_free(&e2.e);
     char path[4096];
-    sst_file_name(path, sizeof path, dir.path().c_str(), 6);
+    sst_file_name(path, sizeof path, dir.path().c_str(), 7);
     ASSERT_EQ(0, remove(path));
-    table_cache_evict(tc, 6);
     int rc = 0;
-    EXPECT_EQ("<error>", Get(v, "zzz", SEQ_MAX, nullptr, nullptr, &rc));
+    EXPECT_EQ("<error>", Get(v2, "zzzz", SEQ_MAX, nullptr, nullptr, &rc));
     EXPECT_EQ(TDB_ERR_NOT_FOUND, rc);
-    EXPECT_EQ("new5", Get(v, "k05", SEQ_MAX));  // found before reaching level 3
+    EXPECT_EQ("new5", Get(v2, "k05", SEQ_MAX));  // found before reaching level 4
 
+    version_unref(v2);
     version_unref(v);
     version_unref(base);
-    EXPECT_EQ(6u, obs.count.size());
+    EXPECT_EQ(7u, obs.count.size());
 }
 
 // Collect an iterator's keys (user key + seq) forward.
@@ -563,6 +569,61 @@ TEST_F(VersionTables, LevelIteratorReportsMissingFile) {
     free(its);
     version_unref(v2);
     version_unref(v);
+}
+
+// Lookups pin a file's reader in its metadata, within the table cache's
+// budget (its capacity, 2 here); past it they read through the cache, and a
+// freed file gives its pin back.
+TEST_F(VersionTables, PinnedReaders) {
+    version_t *base = version_create(OnObsolete, &obs);
+    Edit e;
+    for (int i = 0; i < 3; i++)
+        e.Add(2, Table(10 + i, {{IK("k" + std::to_string(i), 1), "v" + std::to_string(i)}}));
+    version_t *v = nullptr;
+    ASSERT_EQ(TDB_OK, version_apply(base, &e.e, &v)) << tdb_last_error();
+    version_edit_free(&e.e);
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < 3; i++) EXPECT_EQ("v" + std::to_string(i), Get(v, "k" + std::to_string(i), SEQ_MAX));
+    int pinned = 0;
+    for (int i = 0; i < 3; i++) {
+        file_meta_t *f = version_file(v, 2, i);
+        if (f->reader) {
+            pinned++;
+            EXPECT_EQ(f->number, sst_reader_file_number(f->reader));
+            EXPECT_EQ(tc, f->reader_tc);
+        }
+    }
+    EXPECT_EQ(2, pinned);  // the budget
+    EXPECT_EQ(nullptr, version_file(v, 2, 2)->reader);
+    // The unpinned file is read through the cache; the pinned ones without it.
+    table_cache_evict(tc, 10);
+    table_cache_evict(tc, 12);
+    int owned = -1;
+    sst_reader_t *r = nullptr;
+    ASSERT_EQ(TDB_OK, version_file_reader(tc, version_file(v, 2, 0), &r, &owned));
+    EXPECT_EQ(0, owned);
+    EXPECT_EQ(version_file(v, 2, 0)->reader, r);
+    ASSERT_EQ(TDB_OK, version_file_reader(tc, version_file(v, 2, 2), &r, &owned));
+    EXPECT_EQ(1, owned);
+    EXPECT_EQ(12u, sst_reader_file_number(r));
+    sst_reader_unref(r);
+    // Freeing the files returns their pins: new files are pinned again.
+    version_unref(v);
+    version_unref(base);
+    EXPECT_EQ(3u, obs.count.size());
+    version_t *base2 = version_create(nullptr, nullptr);
+    Edit e2;
+    e2.Add(2, Table(20, {{IK("a", 1), "a"}}));
+    e2.Add(2, Table(21, {{IK("b", 1), "b"}}));
+    version_t *v2 = nullptr;
+    ASSERT_EQ(TDB_OK, version_apply(base2, &e2.e, &v2));
+    version_edit_free(&e2.e);
+    EXPECT_EQ("a", Get(v2, "a", SEQ_MAX));
+    EXPECT_EQ("b", Get(v2, "b", SEQ_MAX));
+    EXPECT_NE(nullptr, version_file(v2, 2, 0)->reader);
+    EXPECT_NE(nullptr, version_file(v2, 2, 1)->reader);
+    version_unref(v2);
+    version_unref(base2);
 }
 
 TEST_F(VersionTables, TableCache) {

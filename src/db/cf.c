@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "db/db_impl.h"
+#include "util/mutex.h"
 
 /* Allocate a family with an empty active memtable. */
 int cf_new(tdb_t *db, uint32_t id, const char *name, const tdb_cf_config_t *cfg, version_t *v,
@@ -19,10 +20,13 @@ int cf_new(tdb_t *db, uint32_t id, const char *name, const tdb_cf_config_t *cfg,
     cf->log_number = log_number;
     cf->current = v;
     cf->compactions = compaction_state_create();
+    /* Held for a few instructions by every reader: adaptive. */
+    tdb_mutex_init_short(&cf->sv_mu);
     if (!cf->name || !cf->mem.mem || !cf->compactions) {
         compaction_state_free(cf->compactions);
         free(cf->name);
         if (cf->mem.mem) memtable_unref(cf->mem.mem);
+        pthread_mutex_destroy(&cf->sv_mu);
         free(cf);
         return tdb_err(TDB_ERR_NOMEM, "column family");
     }
@@ -49,6 +53,7 @@ void cf_free(tdb_cf_t *cf) {
     compaction_state_free(cf->compactions);
     free(cf->imm);
     free(cf->name);
+    pthread_mutex_destroy(&cf->sv_mu);
     free(cf);
 }
 
@@ -100,20 +105,20 @@ int cf_install_sv(tdb_cf_t *cf) {
             uint64_t m = version_file(sv->version, l, i)->max_seq;
             if (m > sv->max_file_seq) sv->max_file_seq = m;
         }
-    pthread_mutex_lock(&cf->db->sv_mu);
+    pthread_mutex_lock(&cf->sv_mu);
     superversion_t *old = cf->sv;
     cf->sv = sv;
-    pthread_mutex_unlock(&cf->db->sv_mu);
+    pthread_mutex_unlock(&cf->sv_mu);
     sv_unref(old);
     return TDB_OK;
 }
 
 /* Take a reference to the family's current superversion. */
 superversion_t *cf_get_sv(tdb_cf_t *cf) {
-    pthread_mutex_lock(&cf->db->sv_mu);
+    pthread_mutex_lock(&cf->sv_mu);
     superversion_t *sv = cf->sv;
     if (sv) atomic_fetch_add(&sv->refs, 1);
-    pthread_mutex_unlock(&cf->db->sv_mu);
+    pthread_mutex_unlock(&cf->sv_mu);
     return sv;
 }
 

@@ -67,12 +67,15 @@
  *     once by tdb_flush); writers that would have to wait for it get
  *     NO_SPACE instead of stalling.
  *
- * Locks (acquire in this order): manifest_mu -> mu -> sv_mu, wal_mu, the
- * direct lane's mutex (a leaf: nothing is taken while holding it).
+ * Locks (acquire in this order): manifest_mu -> mu -> a family's sv_mu,
+ * wal_mu, the direct lane's mutex (a leaf: nothing is taken while holding
+ * it).
  *  - mu: family list and per-family memtable queue, versions, the writer
  *    queue, background job state.
- *  - sv_mu: guards each family's superversion pointer swap; readers hold it
- *    only to take a reference.
+ *  - sv_mu (one per family): guards the family's superversion pointer
+ *    swap; readers hold it only to take a reference. Per family, so reads
+ *    of different families (a MariaDB table's indexes, other tables) do
+ *    not pass one lock's cache line between cores.
  *  - wal_mu: every use of the WAL handle (leader append/sync, interval
  *    sync thread, tdb_sync, rotation).
  */
@@ -142,6 +145,7 @@ struct tdb_cf {
     uint64_t log_number;  /* persisted: oldest WAL with unflushed data */
 
     /* Under sv_mu (swap) / refcount (use). */
+    pthread_mutex_t sv_mu;
     superversion_t *sv;
 };
 
@@ -226,7 +230,6 @@ struct tdb {
 
     pthread_mutex_t manifest_mu;
     pthread_mutex_t mu;
-    pthread_mutex_t sv_mu;
     pthread_mutex_t wal_mu;
     pthread_cond_t bg_cv;   /* background work available / shutting down */
     pthread_cond_t done_cv; /* a background job finished (stalled writers, waiters) */

@@ -359,7 +359,6 @@ static void db_destroy(tdb_t *db) {
     if (db->log) fclose(db->log);
     pthread_mutex_destroy(&db->manifest_mu);
     pthread_mutex_destroy(&db->mu);
-    pthread_mutex_destroy(&db->sv_mu);
     pthread_mutex_destroy(&db->wal_mu);
     direct_close(db);
     pthread_cond_destroy(&db->bg_cv);
@@ -408,8 +407,7 @@ int tdb_open_env(const char *path, const tdb_config_t *cfg, env_t *env, tdb_t **
     atomic_init(&db->keep_files, true);
     pthread_mutex_init(&db->manifest_mu, NULL);
     pthread_mutex_init(&db->mu, NULL);
-    /* Held for short sections by readers and direct writers: adaptive. */
-    tdb_mutex_init_short(&db->sv_mu);
+    /* Held for short sections by direct writers: adaptive. */
     tdb_mutex_init_short(&db->wal_mu);
     pthread_cond_init(&db->bg_cv, NULL);
     pthread_cond_init(&db->done_cv, NULL);

@@ -7,7 +7,8 @@
  *  - Holds a version reference for its lifetime, so the file list it walks
  *    never changes under it.
  *  - At most one table is open at a time (`cur`, file index `idx`); it is
- *    opened through the table cache only when positioning reaches it.
+ *    opened (version_file_reader: the pinned reader or the table cache)
+ *    only when positioning reaches it.
  *  - While valid, `cur` is valid. When a table cannot be opened or a table
  *    iterator fails, the error is kept in `status` and the iterator is
  *    invalid until the next seek.
@@ -40,13 +41,14 @@ static void li_open(level_iter_t *li, int i) {
     if (li->cur && li->idx == i) return;
     li_close(li);
     sst_reader_t *r = NULL;
-    int rc = table_cache_get(li->tc, version_file(li->v, li->level, i)->number, &r);
+    int owned;
+    int rc = version_file_reader(li->tc, version_file(li->v, li->level, i), &r, &owned);
     if (rc != TDB_OK) {
         li->status = rc;
         return;
     }
-    li->cur = sst_reader_iter(r);
-    sst_reader_unref(r); /* the table iterator holds its own reference */
+    li->cur = sst_reader_iter(r); /* the table iterator holds its own reference */
+    if (owned) sst_reader_unref(r);
     if (!li->cur) {
         li->status = tdb_err(TDB_ERR_NOMEM, "table iterator");
         return;

@@ -13,6 +13,8 @@ struct table_cache {
     lru_cache_t *readers;     /* value: sst_reader_t*, one reader ref each */
     lru_cache_t *block_cache; /* borrowed */
     int map_reads;            /* sst_reader_map every opened table */
+    int max_pinned;           /* max_open */
+    int pinned;               /* pins handed out and not unpinned (atomic) */
 };
 
 /* LRU deleter: drop the cache's reader reference. */
@@ -34,6 +36,7 @@ table_cache_t *table_cache_create(env_t *env, const char *dbdir, int max_open, l
     tc->block_cache = block_cache;
     tc->dbdir = strdup(dbdir);
     size_t cap = max_open > 0 ? (size_t)max_open : 0;
+    tc->max_pinned = max_open > 0 ? max_open : 0;
     /* Shards only when each still holds a useful number of tables. */
     int bits = cap >= 256 ? 4 : cap >= 64 ? 2 : 0;
     tc->readers = lru_cache_create(cap, bits, table_cache_deleter, NULL);
@@ -81,6 +84,27 @@ int table_cache_get(table_cache_t *tc, uint64_t number, sst_reader_t **out) {
     }
     *out = r;
     return TDB_OK;
+}
+
+/* A reader to keep while the file lives, within the pin budget. */
+int table_cache_pin(table_cache_t *tc, uint64_t number, sst_reader_t **out) {
+    *out = NULL;
+    /* Spent budgets are common in large databases: look before writing
+     * the shared count. */
+    if (__atomic_load_n(&tc->pinned, __ATOMIC_RELAXED) >= tc->max_pinned) return TDB_OK;
+    if (__atomic_add_fetch(&tc->pinned, 1, __ATOMIC_RELAXED) > tc->max_pinned) {
+        __atomic_sub_fetch(&tc->pinned, 1, __ATOMIC_RELAXED);
+        return TDB_OK;
+    }
+    int rc = table_cache_get(tc, number, out);
+    if (rc != TDB_OK) __atomic_sub_fetch(&tc->pinned, 1, __ATOMIC_RELAXED);
+    return rc;
+}
+
+/* Drop a pin. */
+void table_cache_unpin(table_cache_t *tc, sst_reader_t *r) {
+    sst_reader_unref(r);
+    __atomic_sub_fetch(&tc->pinned, 1, __ATOMIC_RELAXED);
 }
 
 /* Forget the cached reader of `number`. */

@@ -12,6 +12,12 @@
  *  - Thread-safe (the LRU cache shards carry the locking); two threads
  *    missing on the same file may both open it, the later insert wins and
  *    the other reader is closed when its users let go.
+ *  - Pins: table_cache_pin hands out a reference meant to live as long as
+ *    the file does (version.c keeps one in the file's metadata, so a
+ *    lookup needs neither the cache's lock nor a reference count). At most
+ *    max_open readers are pinned at once; an evicted table stays open
+ *    while pinned, so up to twice max_open tables may be open. Every pin
+ *    is unpinned before the cache is destroyed.
  */
 #ifndef TDB_VERSION_TABLE_CACHE_H
 #define TDB_VERSION_TABLE_CACHE_H
@@ -40,6 +46,11 @@ void table_cache_set_map_reads(table_cache_t *tc, int on);
 void table_cache_destroy(table_cache_t *tc);
 /* Reader of table `number` (opened on a miss); caller sst_reader_unref()s. */
 int table_cache_get(table_cache_t *tc, uint64_t number, sst_reader_t **out);
+/* Like table_cache_get, for a reference kept while the file lives; *out
+ * NULL (and TDB_OK) when max_open readers are pinned already. */
+int table_cache_pin(table_cache_t *tc, uint64_t number, sst_reader_t **out);
+/* Drop a pin's reference. */
+void table_cache_unpin(table_cache_t *tc, sst_reader_t *r);
 /* Drop the cached reader of `number`, if any. */
 void table_cache_evict(table_cache_t *tc, uint64_t number);
 /* "<dir>/%06llu.sst" into out (truncated to cap). */

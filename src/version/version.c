@@ -72,6 +72,8 @@ void file_meta_unref(file_meta_t *f) {
     file_obsolete_fn fn = f->obsolete_fn;
     void *ctx = f->obsolete_ctx;
     uint64_t number = f->number;
+    sst_reader_t *pinned = __atomic_load_n(&f->reader, __ATOMIC_ACQUIRE);
+    if (pinned) table_cache_unpin(__atomic_load_n(&f->reader_tc, __ATOMIC_RELAXED), pinned);
     buf_free(&f->smallest);
     buf_free(&f->largest);
     free(f);
@@ -381,16 +383,41 @@ err:
 /* lookups                                                                 */
 /* ---------------------------------------------------------------------- */
 
+/* The reader of f (version.h). */
+int version_file_reader(table_cache_t *tc, const file_meta_t *cf, sst_reader_t **out, int *owned) {
+    file_meta_t *f = (file_meta_t *)cf; /* only the set-once pin changes */
+    *owned = 0;
+    sst_reader_t *r = __atomic_load_n(&f->reader, __ATOMIC_ACQUIRE);
+    if (r) {
+        *out = r;
+        return TDB_OK;
+    }
+    TDB_RET(table_cache_pin(tc, f->number, &r));
+    if (!r) {
+        *owned = 1;
+        return table_cache_get(tc, f->number, out);
+    }
+    sst_reader_t *cur = NULL;
+    __atomic_store_n(&f->reader_tc, tc, __ATOMIC_RELAXED);
+    if (!__atomic_compare_exchange_n(&f->reader, &cur, r, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        table_cache_unpin(tc, r); /* another lookup pinned first */
+        r = cur;
+    }
+    *out = r;
+    return TDB_OK;
+}
+
 /* Probe one file for user_key: its newest point entry and its newest
  * covering range tombstone; 1 found (the newer of the two), 0 absent, <0
  * error. */
 static int probe_file(table_cache_t *tc, const file_meta_t *f, slice_t user_key, uint64_t snap_seq,
                       unsigned *type, uint64_t *seq, buf_t *value) {
     sst_reader_t *r = NULL;
-    TDB_RET(table_cache_get(tc, f->number, &r));
+    int owned;
+    TDB_RET(version_file_reader(tc, f, &r, &owned));
     uint64_t tomb = sst_reader_range_del_seq(r, user_key, snap_seq);
     int rc = sst_reader_get(r, user_key, snap_seq, type, seq, value); /* checks the bloom filter first */
-    sst_reader_unref(r);
+    if (owned) sst_reader_unref(r);
     if (rc < 0 || tomb == 0 || (rc == 1 && *seq > tomb)) return rc;
     *type = KT_RANGE_DELETE; /* the key is covered by a newer tombstone */
     *seq = tomb;
@@ -425,9 +452,10 @@ static uint64_t file_approx(table_cache_t *tc, const file_meta_t *f, const slice
     if ((hi && slice_compare(small, *hi) >= 0) || (lo && slice_compare(large, *lo) < 0)) return 0;
     if ((!lo || slice_compare(small, *lo) >= 0) && (!hi || slice_compare(large, *hi) < 0)) return f->num_entries;
     sst_reader_t *r = NULL;
-    if (table_cache_get(tc, f->number, &r) != TDB_OK) return f->num_entries / 2; /* an estimate either way */
+    int owned;
+    if (version_file_reader(tc, f, &r, &owned) != TDB_OK) return f->num_entries / 2; /* an estimate either way */
     uint64_t n = sst_reader_approx_entries(r, lo, hi);
-    sst_reader_unref(r);
+    if (owned) sst_reader_unref(r);
     return n;
 }
 
@@ -472,13 +500,14 @@ int version_range_dels(version_t *v, table_cache_t *tc, uint64_t max_seq, rd_lis
             const file_meta_t *f = v->files[l][i];
             if (f->num_range_deletes == 0 || f->min_seq > max_seq) continue;
             sst_reader_t *r = NULL;
-            int rc = table_cache_get(tc, f->number, &r);
+            int owned;
+            int rc = version_file_reader(tc, f, &r, &owned);
             if (rc != TDB_OK) return rc;
             const range_del_t *rd;
             size_t n = sst_reader_range_dels(r, &rd);
             for (size_t k = 0; k < n && rc == TDB_OK; k++)
                 if (rd[k].seq <= max_seq) rc = rd_list_add(out, rd[k].start, rd[k].end, rd[k].seq);
-            sst_reader_unref(r);
+            if (owned) sst_reader_unref(r);
             if (rc != TDB_OK) return rc;
         }
     }
@@ -504,9 +533,10 @@ int version_add_iters(version_t *v, table_cache_t *tc, iter_t ***its, int *n, in
     iter_t *it = NULL;
     for (int i = 0; i < v->n[1]; i++) {
         sst_reader_t *r = NULL;
-        TRY(table_cache_get(tc, v->files[1][i]->number, &r));
-        it = sst_reader_iter(r);
-        sst_reader_unref(r); /* the iterator holds its own reference */
+        int owned;
+        TRY(version_file_reader(tc, v->files[1][i], &r, &owned));
+        it = sst_reader_iter(r); /* holds its own reference */
+        if (owned) sst_reader_unref(r);
         if (!it) RAISE(TDB_ERR_NOMEM, "table iterator");
         TRY(iters_push(its, n, cap, it));
         it = NULL;

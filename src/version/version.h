@@ -42,6 +42,11 @@
  *    deletes them.
  *  - version_apply, compaction picking and being_compacted are used under
  *    the db mutex; version_get / version_add_iters need only a reference.
+ *  - A file's pinned reader (file_meta.reader) is borrowed by lookups while
+ *    they hold a reference to a version holding the file; it is unpinned
+ *    before the obsolete callback runs, so the table is closed before it is
+ *    deleted. The table cache a file pinned through outlives the file's
+ *    metadata.
  */
 #ifndef TDB_VERSION_VERSION_H
 #define TDB_VERSION_VERSION_H
@@ -71,6 +76,12 @@ typedef struct file_meta {
     /* Set when the file first enters a version (version_apply). */
     file_obsolete_fn obsolete_fn;
     void *obsolete_ctx;
+    /* The table's reader, pinned by the first lookup that opens it
+     * (table_cache_pin, within the cache's budget) and unpinned when f is
+     * freed: later lookups use it without the table cache. Set once
+     * (atomic); reader_tc is the cache it came from. */
+    sst_reader_t *reader;
+    table_cache_t *reader_tc;
 } file_meta_t;
 
 /* New file meta from a finished table's properties; refs = 1. NULL on OOM. */
@@ -167,6 +178,11 @@ int version_range_dels(version_t *v, table_cache_t *tc, uint64_t max_seq, rd_lis
 /* Lazy concatenating iterator over one level >= 2 of v (holds a version
  * reference). NULL on OOM. */
 iter_t *version_level_iter(version_t *v, table_cache_t *tc, int level);
+/* The reader of f: its pinned reader (borrowed while the caller holds a
+ * reference to f or to a version holding it; *owned 0), pinning one
+ * through tc on first use, or past tc's pin budget a table cache
+ * reference the caller sst_reader_unref()s (*owned 1). */
+int version_file_reader(table_cache_t *tc, const file_meta_t *f, sst_reader_t **out, int *owned);
 
 #ifdef __cplusplus
 }
