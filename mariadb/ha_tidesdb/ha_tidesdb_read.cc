@@ -53,9 +53,9 @@ void ha_tidesdb::close_iter() {
 }
 
 void ha_tidesdb::flush_counts() {
-  if (m_counts.rows_read) g_counters.rows_read.fetch_add(m_counts.rows_read, std::memory_order_relaxed);
-  if (m_counts.point_reads) g_counters.point_reads.fetch_add(m_counts.point_reads, std::memory_order_relaxed);
-  if (m_counts.iterators) g_counters.iterators.fetch_add(m_counts.iterators, std::memory_order_relaxed);
+  if (m_counts.rows_read) g_counters.rows_read.add(m_counts.rows_read);
+  if (m_counts.point_reads) g_counters.point_reads.add(m_counts.point_reads);
+  if (m_counts.iterators) g_counters.iterators.add(m_counts.iterators);
   m_counts = {};
 }
 

@@ -14,6 +14,7 @@
 #ifndef TIDESQL_SYSVARS_H
 #define TIDESQL_SYSVARS_H
 
+#include "stat_counter.h"
 #include "tdb_common.h"
 
 #include <atomic>
@@ -64,16 +65,16 @@ ulonglong sysvars_online_alter_log_size();
 
 /* Engine counters shown as status variables. */
 struct Counters {
-  std::atomic<ulonglong> rows_read{0}, rows_inserted{0}, rows_updated{0}, rows_deleted{0};
-  std::atomic<ulonglong> dup_key_errors{0}, point_reads{0}, iterators{0};
+  StatCounter rows_read, rows_inserted, rows_updated, rows_deleted;
+  StatCounter dup_key_errors, point_reads, iterators;
   /* ALTER TABLE in place: committed INSTANT and INPLACE (index build)
    * alters, and rows read to build indexes. */
-  std::atomic<ulonglong> alter_instant{0}, alter_inplace{0}, alter_index_rows{0};
+  StatCounter alter_instant, alter_inplace, alter_index_rows;
   /* Primary keys an online ADD INDEX caught up (rows changed meanwhile). */
-  std::atomic<ulonglong> alter_catchup_rows{0};
+  StatCounter alter_catchup_rows;
   /* Range locks taken by locking scans (ha_tidesdb_range.cc). */
-  std::atomic<ulonglong> range_locks{0};
-  std::atomic<ulonglong> rows_unlocked{0}; /* READ COMMITTED locks given back (ha_tidesdb.h invariant 7) */
+  StatCounter range_locks;
+  StatCounter rows_unlocked; /* READ COMMITTED locks given back (ha_tidesdb.h invariant 7) */
 };
 extern Counters g_counters;
 

@@ -15,13 +15,13 @@
 
 namespace tidesql {
 
-std::atomic<ulonglong> Trx::s_commits{0};
-std::atomic<ulonglong> Trx::s_rollbacks{0};
+StatCounter Trx::s_commits;
+StatCounter Trx::s_rollbacks;
 std::atomic<ulonglong> Trx::s_conflicts{0};
 std::atomic<ulonglong> Trx::s_deadlocks{0};
 std::atomic<ulonglong> Trx::s_lock_timeouts{0};
 std::atomic<ulonglong> Trx::s_busy{0};
-std::atomic<ulonglong> Trx::s_ordered_commits{0};
+StatCounter Trx::s_ordered_commits;
 std::atomic<long> Trx::s_ordered_failed{0};
 
 /* The internal savepoint taken at the start of every statement of a

@@ -49,6 +49,7 @@
 #define TIDESQL_TRX_H
 
 #include "dict.h"
+#include "stat_counter.h"
 
 #include <map>
 #include <mutex>
@@ -170,11 +171,11 @@ class Trx {
   static void list_running(std::vector<TrxInfo> *out);
 
   /* Counters (status variables). */
-  static std::atomic<ulonglong> s_commits, s_rollbacks, s_conflicts, s_deadlocks, s_lock_timeouts,
-      s_busy;
+  static StatCounter s_commits, s_rollbacks;
+  static std::atomic<ulonglong> s_conflicts, s_deadlocks, s_lock_timeouts, s_busy;
   /* Commits done by commit_ordered (marker not synced), and those whose
    * commit_ordered attempt failed and commit() has not retried yet. */
-  static std::atomic<ulonglong> s_ordered_commits;
+  static StatCounter s_ordered_commits;
   static std::atomic<long> s_ordered_failed;
 
  private:
