@@ -15,7 +15,6 @@
 #include <sched.h>
 
 #include <atomic>
-#include <cstddef>
 
 namespace tidesql {
 

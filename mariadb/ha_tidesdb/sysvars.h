@@ -17,8 +17,6 @@
 #include "stat_counter.h"
 #include "tdb_common.h"
 
-#include <atomic>
-
 /* Parsed engine-defined table options (CREATE TABLE ... COMPRESSION=...).
  * Enum values: 0 = use the tidesdb_default_* variable. */
 struct ha_table_option_struct {
