@@ -157,6 +157,33 @@ TEST_F(ApproxCountTest, RandomKeys) {
     ExpectAllWidths(keys, "table");
 }
 
+// With a bound: never above it; the tables reaching it answer alone (the
+// memtable's newer versions of the same keys are then not counted); below
+// it the memtable counts as without one.
+TEST_F(ApproxCountTest, BoundedCount) {
+    for (int i = 0; i < 1000; i++) ASSERT_EQ(Put(Key(i), Value(i, 100)), TDB_OK);
+    ASSERT_EQ(tdb_flush(db_, cf_), TDB_OK);
+    ASSERT_EQ(tdb_wait_idle(db_), TDB_OK);
+    for (int i = 100; i < 120; i++) ASSERT_EQ(Put(Key(i), Value(i + 1, 100)), TDB_OK);
+    std::string lo = Key(100), hi = Key(110);
+    auto bounded = [&](uint64_t max) {
+        uint64_t n = ~0ull;
+        EXPECT_EQ(tdb_approximate_count_max(db_, cf_, lo.data(), lo.size(), hi.data(), hi.size(), max, &n), TDB_OK)
+            << tdb_last_error();
+        return n;
+    };
+    EXPECT_EQ(Count(&lo, &hi), 20u) << "10 keys, a version of each in the table and in the memtable";
+    EXPECT_EQ(bounded(10), 10u) << "the table's 10 entries reach the bound: the memtable is not counted";
+    EXPECT_EQ(bounded(15), 15u) << "the sum is capped";
+    EXPECT_EQ(bounded(100), 20u) << "below the bound: as without one";
+    EXPECT_EQ(bounded(UINT64_MAX), 20u);
+    EXPECT_EQ(bounded(0), 0u);
+    uint64_t n;
+    EXPECT_EQ(tdb_approximate_count_max(db_, cf_, nullptr, 0, nullptr, 0, 5, nullptr), TDB_ERR_INVALID_ARG);
+    EXPECT_EQ(tdb_approximate_count_max(db_, cf_, nullptr, 0, nullptr, 0, 5, &n), TDB_OK);
+    EXPECT_EQ(n, 5u);
+}
+
 TEST_F(ApproxCountTest, BadArguments) {
     uint64_t n;
     EXPECT_EQ(tdb_approximate_count(db_, cf_, nullptr, 0, nullptr, 0, nullptr), TDB_ERR_INVALID_ARG);

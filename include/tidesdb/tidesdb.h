@@ -353,6 +353,11 @@ TDB_API int tdb_get(tdb_t *db, tdb_cf_t *cf, const tdb_snapshot_t *snap,
  * otherwise typically within 2x. An empty or inverted range is 0. */
 TDB_API int tdb_approximate_count(tdb_t *db, tdb_cf_t *cf, const void *lo, size_t lo_len,
                                   const void *hi, size_t hi_len, uint64_t *count);
+/* The same with a bound the caller knows, such as one key per integer of a
+ * unique key's range: the answer is at most max, and once the tables alone
+ * reach it the memtables are not walked. */
+TDB_API int tdb_approximate_count_max(tdb_t *db, tdb_cf_t *cf, const void *lo, size_t lo_len,
+                                      const void *hi, size_t hi_len, uint64_t max, uint64_t *count);
 
 /* Iterators read a consistent point-in-time view of one column family
  * (snap NULL = the moment of creation). */

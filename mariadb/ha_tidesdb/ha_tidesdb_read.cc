@@ -453,6 +453,53 @@ void ha_tidesdb::position(const uchar *record) {
 
 /* ---- range estimates ---- */
 
+/* The most rows a range can hold when one integer per row bounds it: a
+ * unique index, no part nullable (a unique index takes any number of
+ * NULLs), both ends on every part, equal on all but the last, which is an
+ * integer column: one row per value between the ends (id BETWEEN a AND
+ * b on an integer primary key). UINT64_MAX when there is no such bound. */
+static uint64_t unique_int_range_rows(const KEY *ki, const key_range *min_key, const key_range *max_key) {
+  uint parts = ki->user_defined_key_parts;
+  if (!(ki->flags & HA_NOSAME) || !min_key || !max_key || !parts) return UINT64_MAX;
+  key_part_map all = (key_part_map(1) << parts) - 1;
+  if ((min_key->keypart_map & all) != all || (max_key->keypart_map & all) != all) return UINT64_MAX;
+  uint off = 0;
+  for (uint i = 0; i < parts; i++) {
+    const KEY_PART_INFO &kp = ki->key_part[i];
+    if (kp.null_bit) return UINT64_MAX;
+    if (i + 1 < parts) off += kp.store_length;
+  }
+  if (memcmp(min_key->key, max_key->key, off) != 0) return UINT64_MAX;
+  Field *f = ki->key_part[parts - 1].field;
+  switch (f->real_type()) {
+    case MYSQL_TYPE_TINY:
+    case MYSQL_TYPE_SHORT:
+    case MYSQL_TYPE_INT24:
+    case MYSQL_TYPE_LONG:
+    case MYSQL_TYPE_LONGLONG:
+      break;
+    default:
+      return UINT64_MAX;
+  }
+  if (ki->key_part[parts - 1].length != f->pack_length()) return UINT64_MAX;
+  /* Order-preserving unsigned images of the two ends: a signed value's
+   * sign bit flipped. */
+  uint64_t flip = f->is_unsigned() ? 0 : (uint64_t)1 << 63;
+  uint64_t a = (uint64_t)f->val_int(min_key->key + off) ^ flip;
+  uint64_t b = (uint64_t)f->val_int(max_key->key + off) ^ flip;
+  if (min_key->flag == HA_READ_AFTER_KEY) { /* > a */
+    if (a == UINT64_MAX) return 0;
+    a++;
+  }
+  if (max_key->flag == HA_READ_BEFORE_KEY) { /* < b */
+    if (b == 0) return 0;
+    b--;
+  }
+  if (a > b) return 0;
+  if (b - a == UINT64_MAX) return UINT64_MAX;
+  return b - a + 1;
+}
+
 ha_rows ha_tidesdb::records_in_range(uint inx, const key_range *min_key, const key_range *max_key,
                                      page_range *pages) {
   std::string lo, hi;
@@ -470,10 +517,13 @@ ha_rows ha_tidesdb::records_in_range(uint inx, const key_range *min_key, const k
    * table block indexes, at most two blocks per table for a short range):
    * microseconds whatever the range, where counting rows cost a merged
    * iterator and a scan per call. It counts every stored version, so it
-   * is capped by the table's rows. */
+   * is capped by the table's rows, and by one row per value of a unique
+   * integer key's range (then the memtables' versions are not walked
+   * when the tables alone reach it). */
   uint64_t est = 0;
-  if (tdb_approximate_count(g_db, index_cf(inx), lo.data(), lo.size(), have_hi ? hi.data() : NULL,
-                            have_hi ? hi.size() : 0, &est) != TDB_OK)
+  if (tdb_approximate_count_max(g_db, index_cf(inx), lo.data(), lo.size(), have_hi ? hi.data() : NULL,
+                                have_hi ? hi.size() : 0, unique_int_range_rows(&table->key_info[inx], min_key, max_key),
+                                &est) != TDB_OK)
     return 10;
   ha_rows rows = (ha_rows)est;
   if (stats.records > 0 && rows > stats.records) rows = stats.records;
