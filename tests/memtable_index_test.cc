@@ -3,6 +3,7 @@
 // instead of descending the skip list.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <random>
@@ -16,6 +17,7 @@
 
 extern "C" {
 #include "memtable/memtable.h"
+#include "util/coding.h"
 #include "util/error.h"
 #include "util/ikey.h"
 }
@@ -338,4 +340,133 @@ TEST(Memtable, GetOnEmptyAndAfterTheFirstEntry) {
         EXPECT_EQ(0, misses_after.load()) << "round " << round;
         memtable_unref(r);
     }
+}
+
+namespace {
+
+std::string IKey(const std::string &user, uint64_t seq, unsigned type) {
+    char trailer[IKEY_TRAILER];
+    enc_fixed64(trailer, ikey_pack(seq, type));
+    return user + std::string(trailer, IKEY_TRAILER);
+}
+
+bool IkeyLess(const std::string &a, const std::string &b) { return ikey_compare(Sl(a), Sl(b)) < 0; }
+
+std::string Str(slice_t s) { return std::string(s.data, s.size); }
+
+}  // namespace
+
+// An iterator's seek before every version of a key (SEQ_MAX, KT_SEEK)
+// starts from the index's entry when the key has one: the same position as
+// a descent, for present and absent keys, and a step from there in either
+// direction.
+TEST(Memtable, PointIndexSeekMatchesReference) {
+    memtable_t *m = memtable_create();
+    std::mt19937 rng(31);
+    std::vector<std::string> users, ref;
+    for (int i = 0; i < 20000; i++) users.push_back("u" + std::to_string(rng() % 1000000));
+    const unsigned types[] = {KT_PUT, KT_PUT, KT_DELETE, KT_PUT_TTL};
+    std::vector<uint64_t> seqs(80000);
+    for (size_t i = 0; i < seqs.size(); i++) seqs[i] = i + 1;
+    std::shuffle(seqs.begin(), seqs.end(), rng);  // versions arrive out of order too
+    for (uint64_t seq : seqs) {
+        const std::string &u = users[rng() % users.size()];
+        unsigned t = types[rng() % 4];
+        ASSERT_EQ(memtable_add(m, seq, t, Sl(u), Sl(ValueFor(u, seq))), TDB_OK);
+        ref.push_back(IKey(u, seq, t));
+    }
+    std::sort(ref.begin(), ref.end(), IkeyLess);
+    iter_t *it = memtable_iter(m);
+    auto expect_at = [&](long idx, const char *what) {
+        bool in = idx >= 0 && idx < (long)ref.size();
+        ASSERT_EQ(iter_valid(it) != 0, in) << what << " at " << idx;
+        if (in) {
+            ASSERT_EQ(Str(iter_key(it)), ref[idx]) << what << " at " << idx;
+        }
+    };
+    for (size_t s = 0; s < users.size() && !HasFatalFailure(); s++) {
+        std::string u = users[s];
+        if (s % 3 == 0) u += "x";  // absent
+        std::string target = IKey(u, SEQ_MAX, KT_SEEK);
+        iter_seek(it, Sl(target));
+        long idx = std::lower_bound(ref.begin(), ref.end(), target, IkeyLess) - ref.begin();
+        expect_at(idx, "seek");
+        if (!iter_valid(it)) continue;
+        iter_next(it);
+        expect_at(idx + 1, "next from the seek");
+        iter_seek(it, Sl(target));
+        iter_prev(it);
+        expect_at(idx - 1, "prev from the seek");
+    }
+    iter_destroy(it);
+    memtable_unref(m);
+}
+
+// Racing writers add versions of hot keys: a seek to a key's first version,
+// then forward over versions newer than a snapshot (as the database's
+// iterator does), lands on the newest version added before the seek began.
+TEST(Memtable, PointIndexSeekRacingWriters) {
+    memtable_t *m = memtable_create();
+    const int kWriters = 2, kKeys = 4, kRounds = 4000;
+    std::atomic<uint64_t> published[kKeys];
+    for (auto &p : published) p.store(0);
+    std::atomic<int> writers_left{kWriters};
+    std::vector<std::thread> th;
+    for (int w = 0; w < kWriters; w++) {
+        th.emplace_back([&, w] {
+            for (int r = 0; r < kRounds; r++) {
+                if (r % 64 == 0) std::this_thread::yield();
+                int k = (r + w) % kKeys;
+                std::string u = "hot" + std::to_string(k);
+                uint64_t seq = ((uint64_t)r * kWriters + w) + 1;
+                ASSERT_EQ(memtable_add(m, seq, KT_PUT, Sl(u), Sl(ValueFor(u, seq))), TDB_OK);
+                uint64_t cur = published[k].load();
+                while (cur < seq && !published[k].compare_exchange_weak(cur, seq)) {
+                }
+            }
+            writers_left--;
+        });
+    }
+    long seeks = 0;
+    std::mt19937 rng(7);
+    iter_t *it = memtable_iter(m);
+    while (writers_left.load() > 0 && !HasFatalFailure()) {
+        int k = rng() % kKeys;
+        std::string u = "hot" + std::to_string(k);
+        uint64_t want = published[k].load();  // added before this seek began
+        if (want == 0) continue;
+        iter_seek(it, Sl(IKey(u, SEQ_MAX, KT_SEEK)));
+        while (iter_valid(it) && Str(ikey_user(iter_key(it))) == u && ikey_seq(iter_key(it)) > want)
+            iter_next(it);
+        bool ok = iter_valid(it) && Str(ikey_user(iter_key(it))) == u && ikey_seq(iter_key(it)) == want;
+        EXPECT_TRUE(ok) << u << ": not on the newest version added before the seek (" << want << ")";
+        if (!ok) break; /* the writers are joined below either way */
+        seeks++;
+    }
+    iter_destroy(it);
+    for (auto &x : th) x.join();
+    EXPECT_GT(seeks, 0);
+    memtable_unref(m);
+}
+
+// A range tombstone starting at a key sorts before the key's point
+// entries: with one in the memtable the seek descends and lands on it.
+TEST(Memtable, PointIndexSeekMeetsARangeTombstone) {
+    memtable_t *m = memtable_create();
+    ASSERT_EQ(memtable_add(m, 5, KT_PUT, Sl("b"), Sl("b5")), TDB_OK);
+    iter_t *it = memtable_iter(m);
+    iter_seek(it, Sl(IKey("b", SEQ_MAX, KT_SEEK)));
+    ASSERT_TRUE(iter_valid(it));
+    EXPECT_EQ(ikey_seq(iter_key(it)), 5u);
+    ASSERT_EQ(memtable_add(m, 9, KT_RANGE_DELETE, Sl("b"), Sl("d")), TDB_OK);
+    ASSERT_EQ(memtable_add(m, 7, KT_PUT, Sl("b"), Sl("b7")), TDB_OK);
+    iter_seek(it, Sl(IKey("b", SEQ_MAX, KT_SEEK)));
+    ASSERT_TRUE(iter_valid(it));
+    EXPECT_EQ(ikey_type(iter_key(it)), (unsigned)KT_RANGE_DELETE);
+    EXPECT_EQ(ikey_seq(iter_key(it)), 9u);
+    iter_next(it);
+    ASSERT_TRUE(iter_valid(it));
+    EXPECT_EQ(ikey_seq(iter_key(it)), 7u);
+    iter_destroy(it);
+    memtable_unref(m);
 }

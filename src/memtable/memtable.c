@@ -506,11 +506,31 @@ static void mt_iter_seek_to_last(iter_t *it) {
     mt_iter_set(mi, skiplist_last(mi->m->list));
 }
 
+/* The first entry of user_key from the point index, without a descent:
+ * its indexed (newest) point entry. A version newer than that one is still
+ * being added, its sequence unpublished, so no reader can see it (see
+ * memtable.h, point index); a range tombstone starting at the key would
+ * sort before it, so a memtable holding any is not answered here. NULL:
+ * the key has no point entry, or the index cannot say. */
+static const char *mt_index_first(memtable_t *m, slice_t user_key) {
+    if (!atomic_load_explicit(&m->index_ok, memory_order_acquire) ||
+        atomic_load_explicit(&m->range_dels, memory_order_acquire))
+        return NULL;
+    uint64_t h = mt_hash(user_key);
+    mt_hnode_t *n = mt_bucket_find(&m->index[h & m->index_mask], h, user_key, NULL);
+    return n ? atomic_load_explicit(&n->entry, memory_order_acquire) : NULL;
+}
+
 /* First entry >= t. A target too short to be an internal key is taken as a
- * bare user key (before all of its versions). */
+ * bare user key (before all of its versions). A target before every
+ * version of a key (an iterator's seek) that has an entry here starts at
+ * the index's entry of the key; otherwise a descent. */
 static void mt_iter_seek(iter_t *it, slice_t t) {
     mt_iter_t *mi = (mt_iter_t *)it;
-    if (ikey_valid(t)) mt_iter_set(mi, skiplist_seek(mi->m->list, ikey_user(t), ikey_trailer(t)));
+    const char *e;
+    if (ikey_valid(t) && ikey_trailer(t) == ikey_pack(SEQ_MAX, KT_SEEK) && (e = mt_index_first(mi->m, ikey_user(t))))
+        mt_iter_set(mi, e);
+    else if (ikey_valid(t)) mt_iter_set(mi, skiplist_seek(mi->m->list, ikey_user(t), ikey_trailer(t)));
     else mt_iter_set(mi, skiplist_seek(mi->m->list, t, UINT64_MAX));
 }
 

@@ -29,7 +29,9 @@
  *    or that a later commit's conflict check must see (run after earlier
  *    adds returned) is indexed, so memtable_get finds its key with one
  *    hash probe instead of a descent, and a key with no entry with no
- *    descent at all. Each bucket carries a filter of its keys' hashes
+ *    descent at all; an iterator's seek to a key's first version starts
+ *    at its indexed entry (unless the memtable holds range tombstones,
+ *    which sort before a key's points). Each bucket carries a filter of its keys' hashes
  *    (64 bits, two per key, set before the key's node is pushed, never
  *    cleared): a key with no entry is told from the bucket alone, without
  *    walking its chain of cold nodes. An arena OOM while indexing turns
