@@ -31,11 +31,11 @@
  *    hash probe instead of a descent, and a key with no entry with no
  *    descent at all; an iterator's seek to a key's first version starts
  *    at its indexed entry (unless the memtable holds range tombstones,
- *    which sort before a key's points). Each bucket carries a filter of its keys' hashes
- *    (64 bits, two per key, set before the key's node is pushed, never
- *    cleared): a key with no entry is told from the bucket alone, without
- *    walking its chain of cold nodes. An arena OOM while indexing turns
- *    the index off for good (lookups descend).
+ *    which sort before a key's points). Each bucket carries a filter of
+ *    its keys' hashes (64 bits, two per key, set before the key's node is
+ *    pushed, never cleared): a key with no entry is told from the bucket
+ *    alone, without walking its chain of cold nodes. An arena OOM while
+ *    indexing turns the index off for good (lookups and seeks descend).
  *  - A newer version of an indexed key whose node has one level (three in
  *    four) is linked without a descent: just before the indexed entry,
  *    from that node's predecessor hint (skiplist_insert_before). Any other
